@@ -1,0 +1,322 @@
+{{/*
+Internal helpers of the hub-follower library chart. The templates a parent chart
+includes are in _pod.tpl and _monitoring.tpl; everything here takes the parent's
+root context unless it says otherwise.
+*/}}
+
+{{/* Paths shared by the sidecar and the worker. The handoff publishes credential
+paths, so each credential must be mounted at the same path in both containers; these
+are also the binary's defaults. */}}
+{{- define "hub-follower.primaryCredentialDir" -}}/var/run/secrets/kubernetes.io/hub-serviceaccount{{- end -}}
+{{- define "hub-follower.secondaryCredentialDir" -}}/var/run/secrets/kubernetes.io/hub-secondary-serviceaccount{{- end -}}
+{{- define "hub-follower.binDir" -}}/opt/hub-follower{{- end -}}
+{{- define "hub-follower.binPath" -}}{{ include "hub-follower.binDir" . }}/hub-follower{{- end -}}
+
+{{- define "hub-follower.handoffVolume" -}}hub-follower-handoff{{- end -}}
+{{- define "hub-follower.secondaryVolume" -}}hub-follower-secondary-hub{{- end -}}
+{{- define "hub-follower.binVolume" -}}hub-follower-bin{{- end -}}
+
+{{/* "true" when hub-follower is on. Fails when it is on but the library's defaults are
+missing, which means the dependency was declared without `alias: hubFollower`: the
+defaults and the schema then land under another key. */}}
+{{- define "hub-follower.enabled" -}}
+{{- $hf := .Values.hubFollower -}}
+{{- if and (kindIs "map" $hf) $hf.enabled -}}
+{{- if not (and $hf.image $hf.restart $hf.metrics $hf.handoff) -}}
+{{- fail "hubFollower: the hub-follower library's defaults are missing from .Values.hubFollower; declare the dependency with `alias: hubFollower` in Chart.yaml and run `helm dependency update`" -}}
+{{- end -}}
+true
+{{- end -}}
+{{- end -}}
+
+{{/* The image reference: repository[:tag][@digest]. */}}
+{{- define "hub-follower.image" -}}
+{{- $img := .Values.hubFollower.image -}}
+{{- $ref := $img.repository -}}
+{{- if $img.tag }}{{ $ref = printf "%s:%s" $ref $img.tag }}{{ end -}}
+{{- if $img.digest }}{{ $ref = printf "%s@%s" $ref $img.digest }}{{ end -}}
+{{- $ref -}}
+{{- end -}}
+
+{{/*
+A humantime duration in whole milliseconds. Takes (list "field.name" "1m30s").
+Only number+unit pairs with the units ms, s, m and h are accepted: the subset that
+both the binary (humantime) and this template agree on. The schema enforces the
+same pattern; this check also covers `--skip-schema-validation`.
+*/}}
+{{- define "hub-follower.durationMs" -}}
+{{- $field := index . 0 -}}
+{{- $value := index . 1 | toString -}}
+{{- if not (regexMatch "^([0-9]+(ms|s|m|h))+$" $value) -}}
+{{- fail (printf "hubFollower.%s: %q is not a duration; use number+unit pairs with the units ms, s, m, h, e.g. 10s, 5m, 1m30s" $field $value) -}}
+{{- end -}}
+{{- $unit := dict "ms" 1 "s" 1000 "m" 60000 "h" 3600000 -}}
+{{- $total := 0 -}}
+{{- range regexFindAll "[0-9]+(ms|s|m|h)" $value -1 -}}
+{{- $n := regexFind "^[0-9]+" . | int64 -}}
+{{- $u := regexReplaceAll "^[0-9]+" . "" -}}
+{{- $total = add $total (mul $n (get $unit $u)) -}}
+{{- end -}}
+{{- $total -}}
+{{- end -}}
+
+{{/* The sidecar's UID: securityContext.runAsUser when set; otherwise the worker's UID
+in signal mode (same-UID processes may signal each other without a capability) and
+65532 (distroless "nonroot") in the other modes. */}}
+{{- define "hub-follower.sidecarUID" -}}
+{{- $hf := .Values.hubFollower -}}
+{{- $set := $hf.securityContext.runAsUser -}}
+{{- if not (kindIs "invalid" $set) -}}
+{{- $set | int64 -}}
+{{- else if eq $hf.restart.mode "signal" -}}
+{{- $hf.restart.workerUID | int64 -}}
+{{- else -}}
+65532
+{{- end -}}
+{{- end -}}
+
+{{/* "true" when the sidecar needs CAP_KILL: only in signal mode, and only when it does
+not share the worker's UID. Validation guarantees that UID is then 0, because
+Kubernetes gives a non-root container no effective capabilities (no ambient
+capabilities, and allowPrivilegeEscalation: false blocks file capabilities). */}}
+{{- define "hub-follower.needsKill" -}}
+{{- $hf := .Values.hubFollower -}}
+{{- if and (eq $hf.restart.mode "signal") (ne (include "hub-follower.sidecarUID" . | int64) ($hf.restart.workerUID | int64)) -}}
+true
+{{- end -}}
+{{- end -}}
+
+{{/* Container securityContext. Takes (dict "root" $ "uid" N "kill" bool). */}}
+{{- define "hub-follower.containerSecurityContext" -}}
+{{- $hf := .root.Values.hubFollower -}}
+runAsNonRoot: {{ ne (.uid | int64) 0 }}
+runAsUser: {{ .uid | int64 }}
+runAsGroup: {{ $hf.securityContext.runAsGroup | int64 }}
+readOnlyRootFilesystem: true
+allowPrivilegeEscalation: false
+capabilities:
+  drop: ["ALL"]
+  {{- if .kill }}
+  add: ["KILL"]
+  {{- end }}
+seccompProfile:
+  type: RuntimeDefault
+{{- end -}}
+
+{{/*
+Worker livenessProbe timing for liveness mode, derived from restart.livenessFailFor.
+
+After a switch /worker/livez answers 503 for at most F = livenessFailFor (less if the
+restarted worker acknowledges earlier). The kubelet restarts the worker after T =
+livenessFailureThreshold consecutive failures, P = periodSeconds apart. The first
+failing probe can come up to P after the gate closes, and each probe may take up to
+timeoutSeconds, so the restart is decided within T*P + timeoutSeconds of the switch.
+That must happen inside F, or the gate reopens first and the restart never happens.
+Keeping one more period spare for probe scheduling jitter gives
+
+  periodSeconds = floor((F - timeoutSeconds) / (T + 1))
+
+so T*P + timeoutSeconds <= F - P. With the defaults (F=90s, T=3, timeout 1s): P=22s,
+decided by 67s.
+*/}}
+{{- define "hub-follower.workerLivenessTiming" -}}
+{{- $hf := .Values.hubFollower -}}
+{{- $timeout := 1 -}}
+{{- $t := $hf.restart.livenessFailureThreshold | int64 -}}
+{{- $f := div (include "hub-follower.durationMs" (list "restart.livenessFailFor" $hf.restart.livenessFailFor) | int64) 1000 -}}
+{{- $p := div (sub $f $timeout) (add $t 1) -}}
+{{- if lt $p 1 -}}
+{{- fail (printf "hubFollower.restart.livenessFailFor: %q is too short for restart.livenessFailureThreshold=%d; the worker's livenessProbe needs at least %ds to fail %d times inside it" $hf.restart.livenessFailFor $t (add $t 1 $timeout) $t) -}}
+{{- end -}}
+periodSeconds: {{ $p }}
+failureThreshold: {{ $t }}
+timeoutSeconds: {{ $timeout }}
+successThreshold: 1
+{{- end -}}
+
+{{/*
+Checks that the schema cannot express. Renders nothing; fails with a message that
+names the field.
+*/}}
+{{- define "hub-follower.validate" -}}
+{{- $hf := .Values.hubFollower -}}
+{{- $primary := tpl (toString $hf.primary.endpoint) . -}}
+{{- if not (regexMatch "^https://[^\\s]+$" $primary) -}}
+{{- fail (printf "hubFollower.primary.endpoint: %q must be the worker's hub URL (https://...)" $primary) -}}
+{{- end -}}
+{{- if eq (trimSuffix "/" $primary) (trimSuffix "/" $hf.secondary.endpoint) -}}
+{{- fail (printf "hubFollower.secondary.endpoint: %q is the same as hubFollower.primary.endpoint; it must be the other hub" $hf.secondary.endpoint) -}}
+{{- end -}}
+{{- $poll := include "hub-follower.durationMs" (list "pollInterval" $hf.pollInterval) | int64 -}}
+{{- $probe := include "hub-follower.durationMs" (list "probeTimeout" $hf.probeTimeout) | int64 -}}
+{{- if eq $probe 0 -}}
+{{- fail "hubFollower.probeTimeout: must be greater than zero" -}}
+{{- end -}}
+{{- if ge $probe $poll -}}
+{{- fail (printf "hubFollower.probeTimeout: %q must be shorter than hubFollower.pollInterval (%q)" $hf.probeTimeout $hf.pollInterval) -}}
+{{- end -}}
+{{- range $name := list "killAfter" "verifyTimeout" "jitter" "cooldown" "livenessFailFor" -}}
+{{- $_ := include "hub-follower.durationMs" (list (printf "restart.%s" $name) (index $hf.restart $name)) -}}
+{{- end -}}
+{{- $_ := include "hub-follower.durationMs" (list "exec.wait" $hf.exec.wait) -}}
+{{- range $p := $hf.workerPorts -}}
+{{- if eq ($p | int64) ($hf.port | int64) -}}
+{{- fail (printf "hubFollower.port: %d is already used by the worker (hubFollower.workerPorts); pick another port, e.g. 8095" ($hf.port | int64)) -}}
+{{- end -}}
+{{- end -}}
+{{- $uid := include "hub-follower.sidecarUID" . | int64 -}}
+{{- if eq $hf.restart.mode "signal" -}}
+{{- if and (ne $uid ($hf.restart.workerUID | int64)) (ne $uid 0) -}}
+{{- fail (printf "hubFollower.securityContext.runAsUser: %d differs from hubFollower.restart.workerUID (%d); a non-root sidecar can signal only processes of its own UID. Leave runAsUser empty to run as the worker's UID, or set it to 0 to run as root with only the KILL capability" $uid ($hf.restart.workerUID | int64)) -}}
+{{- end -}}
+{{- else if eq $uid 0 -}}
+{{- fail (printf "hubFollower.securityContext.runAsUser: 0 (root) is allowed only with hubFollower.restart.mode=signal; in %s mode the sidecar needs no privilege" $hf.restart.mode) -}}
+{{- end -}}
+{{- if eq $hf.restart.mode "liveness" -}}
+{{- $_ := include "hub-follower.workerLivenessTiming" . -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The sidecar's environment. */}}
+{{- define "hub-follower.sidecarEnv" -}}
+{{- $hf := .Values.hubFollower -}}
+{{- $primaryDir := include "hub-follower.primaryCredentialDir" . -}}
+{{- $secondaryDir := include "hub-follower.secondaryCredentialDir" . -}}
+- name: HUB_HOST_ENDPOINT
+  value: {{ tpl (toString $hf.primary.endpoint) . | quote }}
+- name: HUB_TOKEN_FILE
+  value: {{ printf "%s/token" $primaryDir | quote }}
+- name: HUB_CA_FILE
+  value: {{ printf "%s/ca.crt" $primaryDir | quote }}
+{{- with $hf.primary.tlsServerName }}
+- name: HUB_TLS_SERVER_NAME
+  value: {{ . | quote }}
+{{- end }}
+- name: HUB_SECONDARY_HOST_ENDPOINT
+  value: {{ $hf.secondary.endpoint | quote }}
+- name: HUB_SECONDARY_TOKEN_FILE
+  value: {{ printf "%s/token" $secondaryDir | quote }}
+- name: HUB_SECONDARY_CA_FILE
+  value: {{ printf "%s/ca.crt" $secondaryDir | quote }}
+{{- with $hf.secondary.tlsServerName }}
+- name: HUB_SECONDARY_TLS_SERVER_NAME
+  value: {{ . | quote }}
+{{- end }}
+{{- with tpl (toString $hf.clusterName) . }}
+- name: CLUSTER_NAME
+  value: {{ . | quote }}
+{{- end }}
+{{- with tpl (toString $hf.projectNamespace) . }}
+- name: HUB_PROJECT_NAMESPACE
+  value: {{ . | quote }}
+{{- end }}
+- name: HUB_POLL_INTERVAL
+  value: {{ $hf.pollInterval | quote }}
+- name: HUB_PROBE_TIMEOUT
+  value: {{ $hf.probeTimeout | quote }}
+- name: HUB_SWITCH_CONFIRMATIONS
+  value: {{ $hf.confirmations | int64 | quote }}
+- name: HUB_HANDOFF_DIR
+  value: {{ $hf.handoff.dir | quote }}
+- name: HUB_FOLLOWER_LISTEN
+  value: {{ printf "0.0.0.0:%d" ($hf.port | int64) | quote }}
+- name: HUB_FOLLOWER_LOG_FORMAT
+  value: {{ $hf.logFormat | quote }}
+- name: RUST_LOG
+  value: {{ $hf.logLevel | quote }}
+- name: HUB_RESTART_MODE
+  value: {{ $hf.restart.mode | quote }}
+{{- if eq $hf.restart.mode "signal" }}
+- name: HUB_WORKER_PROCESS
+  value: {{ $hf.restart.workerProcess | quote }}
+- name: HUB_KILL_AFTER
+  value: {{ $hf.restart.killAfter | quote }}
+{{- end }}
+{{- if eq $hf.restart.mode "liveness" }}
+- name: HUB_LIVENESS_FAIL_FOR
+  value: {{ $hf.restart.livenessFailFor | quote }}
+{{- end }}
+- name: HUB_RESTART_VERIFY_TIMEOUT
+  value: {{ $hf.restart.verifyTimeout | quote }}
+- name: HUB_RESTART_JITTER
+  value: {{ $hf.restart.jitter | quote }}
+- name: HUB_RESTART_COOLDOWN
+  value: {{ $hf.restart.cooldown | quote }}
+{{- with $hf.extraEnv }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{/* The sidecar container as one list item; native decides the sidecar flavour. */}}
+{{- define "hub-follower.sidecar" -}}
+{{- include "hub-follower.validate" . -}}
+{{- $hf := .Values.hubFollower -}}
+- name: hub-follower
+  image: {{ include "hub-follower.image" . | quote }}
+  imagePullPolicy: {{ $hf.image.pullPolicy }}
+  {{- if $hf.nativeSidecar }}
+  # A restartable init container (native sidecar, Kubernetes 1.29+): it keeps running
+  # beside the worker, and the worker starts only once the startupProbe passed.
+  restartPolicy: Always
+  {{- end }}
+  env:
+    {{- include "hub-follower.sidecarEnv" . | nindent 4 }}
+  ports:
+    - name: hub-follower
+      containerPort: {{ $hf.port | int64 }}
+      protocol: TCP
+  {{- if $hf.nativeSidecar }}
+  startupProbe:
+    httpGet:
+      path: /readyz
+      port: hub-follower
+    periodSeconds: {{ $hf.startupProbe.periodSeconds | int64 }}
+    failureThreshold: {{ $hf.startupProbe.failureThreshold | int64 }}
+    timeoutSeconds: 1
+  {{- end }}
+  livenessProbe:
+    httpGet:
+      path: /healthz
+      port: hub-follower
+    periodSeconds: 10
+    failureThreshold: 3
+    timeoutSeconds: 2
+  readinessProbe:
+    httpGet:
+      path: /readyz
+      port: hub-follower
+    periodSeconds: 5
+    failureThreshold: 2
+    timeoutSeconds: 2
+  resources:
+    {{- toYaml $hf.resources | nindent 4 }}
+  securityContext:
+    {{- include "hub-follower.containerSecurityContext" (dict "root" . "uid" (include "hub-follower.sidecarUID" . | int64) "kill" (eq (include "hub-follower.needsKill" .) "true")) | nindent 4 }}
+  volumeMounts:
+    - name: {{ include "hub-follower.handoffVolume" . }}
+      mountPath: {{ $hf.handoff.dir }}
+    - name: {{ $hf.primary.volumeName }}
+      mountPath: {{ include "hub-follower.primaryCredentialDir" . }}
+      readOnly: true
+    - name: {{ include "hub-follower.secondaryVolume" . }}
+      mountPath: {{ include "hub-follower.secondaryCredentialDir" . }}
+      readOnly: true
+{{- end -}}
+
+{{/* The init container that copies the binary for the exec wrapper. */}}
+{{- define "hub-follower.installer" -}}
+{{- $hf := .Values.hubFollower -}}
+{{- $uid := include "hub-follower.sidecarUID" . | int64 -}}
+{{- if eq $uid 0 }}{{ $uid = 65532 }}{{ end -}}
+- name: hub-follower-install
+  image: {{ include "hub-follower.image" . | quote }}
+  imagePullPolicy: {{ $hf.image.pullPolicy }}
+  args: ["install", {{ include "hub-follower.binPath" . | quote }}]
+  resources:
+    {{- toYaml $hf.resources | nindent 4 }}
+  securityContext:
+    {{- include "hub-follower.containerSecurityContext" (dict "root" . "uid" $uid "kill" false) | nindent 4 }}
+  volumeMounts:
+    - name: {{ include "hub-follower.binVolume" . }}
+      mountPath: {{ include "hub-follower.binDir" . }}
+{{- end -}}

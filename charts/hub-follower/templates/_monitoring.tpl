@@ -1,0 +1,100 @@
+{{/*
+A monitoring.coreos.com/v1 PrometheusRule with the hub-follower alerts, as a complete
+document, when hubFollower.enabled and hubFollower.metrics.prometheusRule.enabled.
+The parent puts `{{ include "hub-follower.prometheusRule" . }}` in a template file of
+its own. Each alert links to <runbookBaseURL>#<alert name in lower case>; the
+runbooks are in docs/helm.md.
+
+The expressions aggregate `without` the hub-follower labels instead of `by` target
+labels, so they work whatever labels the scrape configuration attaches.
+*/}}
+{{- define "hub-follower.prometheusRule" -}}
+{{- $hf := .Values.hubFollower -}}
+{{- if and (include "hub-follower.enabled" .) $hf.metrics.prometheusRule.enabled -}}
+{{- $rule := $hf.metrics.prometheusRule -}}
+{{- $poll := div (include "hub-follower.durationMs" (list "pollInterval" $hf.pollInterval) | int64) 1000 -}}
+{{- /* "Recently": three polls, at least a minute, so one lost probe does not count. */ -}}
+{{- $stale := max 60 (mul 3 $poll) -}}
+{{- /* Rate windows must hold several scrapes and several probes. */ -}}
+{{- $window := max 120 (mul 6 $poll) -}}
+{{- $base := trimSuffix "/" $rule.runbookBaseURL -}}
+{{- $_ := include "hub-follower.durationMs" (list "metrics.prometheusRule.flappingWindow" $rule.flappingWindow) -}}
+apiVersion: monitoring.coreos.com/v1
+kind: PrometheusRule
+metadata:
+  name: {{ printf "%s-hub-follower" .Release.Name | trunc 63 | trimSuffix "-" }}
+  namespace: {{ .Release.Namespace }}
+  labels:
+    app.kubernetes.io/name: hub-follower
+    app.kubernetes.io/instance: {{ .Release.Name }}
+    app.kubernetes.io/managed-by: {{ .Release.Service }}
+    {{- with $rule.labels }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
+spec:
+  groups:
+    - name: hub-follower
+      rules:
+        # The secondary hub's credential is used only at failover, so a broken one
+        # would fail exactly then. Fires after 10 minutes without one successful
+        # probe of the secondary, including "never succeeded since start".
+        - alert: HubFollowerSecondaryHubUnreachable
+          expr: |
+            sum without (reason) (rate(kubeslice_worker_hub_probe_errors_total{hub="secondary"}[{{ $window }}s])) > 0
+            unless
+            (time() - kubeslice_worker_hub_last_probe_success_timestamp_seconds{hub="secondary"}) < {{ $stale }}
+          for: 10m
+          labels:
+            severity: warning
+            {{- with $rule.alertLabels }}
+            {{- toYaml . | nindent 12 }}
+            {{- end }}
+          annotations:
+            summary: hub-follower cannot probe the secondary hub.
+            description: {{ `The secondary hub has failed every probe of {{ $labels.namespace }}/{{ $labels.pod }} for 10 minutes. Its credential or endpoint would fail at failover.` | quote }}
+            runbook_url: {{ printf "%s#hubfollowersecondaryhubunreachable" $base }}
+        # Neither hub has answered a probe recently, or no decision is published: the
+        # worker cannot follow a failover, and a restarting worker waits.
+        - alert: HubFollowerNoUsableHub
+          expr: |
+            (sum without (hub) (kubeslice_worker_hub_active) == 0)
+            or
+            (min without (hub) (time() - kubeslice_worker_hub_last_probe_success_timestamp_seconds) > {{ $stale }})
+          for: 5m
+          labels:
+            severity: critical
+            {{- with $rule.alertLabels }}
+            {{- toYaml . | nindent 12 }}
+            {{- end }}
+          annotations:
+            summary: hub-follower has no usable hub.
+            description: {{ `hub-follower in {{ $labels.namespace }}/{{ $labels.pod }} has no Active hub it can reach.` | quote }}
+            runbook_url: {{ printf "%s#hubfollowernousablehub" $base }}
+        # A restart after a switch that was not confirmed: the worker may still be
+        # talking to the old hub.
+        - alert: HubFollowerWorkerRestartUnverified
+          expr: |
+            sum without (mode, outcome) (increase(kubeslice_worker_hub_worker_restarts_total{outcome=~"unverified|not_found|permission_denied"}[1h])) > 0
+          labels:
+            severity: warning
+            {{- with $rule.alertLabels }}
+            {{- toYaml . | nindent 12 }}
+            {{- end }}
+          annotations:
+            summary: A worker restart after a hub switch was not verified.
+            description: {{ `hub-follower in {{ $labels.namespace }}/{{ $labels.pod }} restarted the worker after a switch but did not see it come back on the new hub.` | quote }}
+            runbook_url: {{ printf "%s#hubfollowerworkerrestartunverified" $base }}
+        - alert: HubFollowerSwitchFlapping
+          expr: |
+            increase(kubeslice_worker_hub_switches_total[{{ $rule.flappingWindow }}]) >= {{ $rule.flappingSwitches | int64 }}
+          labels:
+            severity: warning
+            {{- with $rule.alertLabels }}
+            {{- toYaml . | nindent 12 }}
+            {{- end }}
+          annotations:
+            summary: hub-follower switches hubs back and forth.
+            description: {{ printf "hub-follower in {{ $labels.namespace }}/{{ $labels.pod }} switched hubs {{ $value | humanize }} times in %s." $rule.flappingWindow | quote }}
+            runbook_url: {{ printf "%s#hubfollowerswitchflapping" $base }}
+{{- end -}}
+{{- end -}}

@@ -1,0 +1,134 @@
+//! `hub-follower check`: every hub probed once, what each says, and the decision a fresh start
+//! would take. What an operator runs with `kubectl exec` when something looks wrong.
+
+use serde::Serialize;
+
+use crate::config::{Config, OutputFormat};
+use crate::handoff;
+use crate::hub::{probe_all, HubClient};
+use crate::resolver::Resolver;
+use crate::state::HubView;
+use crate::verdict::{HubId, Verdict};
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Report {
+    pub hubs: Vec<HubReport>,
+    /// The hub a fresh start would publish, and why.
+    pub decision: Option<DecisionView>,
+    /// What the handoff directory holds now, if anything.
+    pub published: Option<handoff::Handoff>,
+    /// Some hub answered.
+    pub usable: bool,
+}
+
+#[derive(Debug, Serialize)]
+pub struct HubReport {
+    pub hub: HubId,
+    #[serde(flatten)]
+    pub view: HubView,
+}
+
+#[derive(Debug, Serialize)]
+pub struct DecisionView {
+    pub hub: HubId,
+    pub endpoint: String,
+    pub reason: &'static str,
+}
+
+pub async fn run(config: &Config) -> Report {
+    let mut clients: Vec<HubClient> = config
+        .hubs
+        .iter()
+        .map(|h| {
+            HubClient::new(
+                h.clone(),
+                &config.namespace,
+                &config.cluster_name,
+                config.probe_timeout,
+            )
+        })
+        .collect();
+    let probes = probe_all(&mut clients).await;
+    let now = jiff::Timestamp::now();
+    let mut resolver = Resolver::new(
+        config
+            .hubs
+            .iter()
+            .map(|h| (h.id, h.endpoint.clone()))
+            .collect(),
+        config.confirmations,
+    );
+    let verdicts: Vec<(HubId, &Verdict)> = probes.iter().map(|p| (p.hub, &p.verdict)).collect();
+    let decision = resolver.observe(&verdicts).decision.and_then(|d| {
+        config.hub(d.hub).map(|h| DecisionView {
+            hub: d.hub,
+            endpoint: h.raw_endpoint.clone(),
+            reason: d.reason.as_str(),
+        })
+    });
+    let hubs = probes
+        .iter()
+        .filter_map(|p| {
+            config.hub(p.hub).map(|h| HubReport {
+                hub: p.hub,
+                view: HubView::new(&h.raw_endpoint, p, now),
+            })
+        })
+        .collect();
+    Report {
+        hubs,
+        decision,
+        published: handoff::read(&config.handoff_dir).ok().flatten(),
+        usable: probes.iter().any(|p| p.verdict.answered()),
+    }
+}
+
+pub fn render(report: &Report, format: OutputFormat) -> String {
+    match format {
+        OutputFormat::Json => serde_json::to_string_pretty(report).unwrap_or_default() + "\n",
+        OutputFormat::Text => {
+            let mut out = String::new();
+            for h in &report.hubs {
+                let v = &h.view;
+                let what = match (&v.claim, v.reason) {
+                    (Some(c), _) => format!(
+                        "claim endpoint={} identity={} lastUpdated={}",
+                        c.endpoint,
+                        c.identity.as_deref().unwrap_or("-"),
+                        c.last_updated.as_deref().unwrap_or("-")
+                    ),
+                    (None, Some(r)) => format!("error {r}: {}", v.detail.as_deref().unwrap_or("")),
+                    (None, None) => "no claim (answered; publishes nothing)".to_string(),
+                };
+                out.push_str(&format!(
+                    "{:<9} {:<32} {:>8.1}ms  {what}\n",
+                    h.hub.as_str(),
+                    v.endpoint,
+                    v.latency_ms
+                ));
+            }
+            match &report.decision {
+                Some(d) => out.push_str(&format!(
+                    "decision: {} {} ({})\n",
+                    d.hub, d.endpoint, d.reason
+                )),
+                None => out.push_str("decision: none\n"),
+            }
+            match &report.published {
+                Some(p) => out.push_str(&format!(
+                    "published: {} {} (generation {}, {})\n",
+                    p.hub,
+                    p.endpoint,
+                    p.generation,
+                    p.reason.as_str()
+                )),
+                None => out.push_str("published: nothing in the handoff directory\n"),
+            }
+            if !report.usable {
+                out.push_str("no hub answered\n");
+            }
+            out
+        }
+    }
+}

@@ -1,0 +1,285 @@
+//! The `status.activeController` claim a hub publishes, and endpoint normalization.
+//!
+//! Pure: bytes and a clock reading in, a typed claim (or the reason it is unusable) out.
+
+use std::fmt;
+
+use jiff::{SignedDuration, Timestamp};
+use serde::Deserialize;
+
+/// How far a claim's `lastUpdated` may lie ahead of our clock. A timestamp further in the future
+/// would win every disagreement until that moment arrives, so a hub with a broken clock (or a
+/// hostile writer) could pin the worker; such a claim is rejected as a bad response instead.
+pub const MAX_FUTURE_SKEW: SignedDuration = SignedDuration::from_mins(5);
+
+/// A hub endpoint in canonical form: `https://host:port[/path]`, scheme and host lowercased,
+/// port explicit, no trailing slash. Two spellings of one API server compare equal.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Endpoint(String);
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EndpointError {
+    #[error("is empty")]
+    Empty,
+    #[error("is not an absolute URL: {0}")]
+    NotAUrl(String),
+    #[error("must use https:// (got {0}://)")]
+    NotHttps(String),
+    #[error("has no host")]
+    NoHost,
+    #[error("must not carry user info, a query or a fragment")]
+    Extra,
+}
+
+impl Endpoint {
+    pub fn parse(raw: &str) -> Result<Self, EndpointError> {
+        let raw = raw.trim();
+        if raw.is_empty() {
+            return Err(EndpointError::Empty);
+        }
+        if raw.contains('#') || raw.contains('?') || raw.contains(char::is_whitespace) {
+            return Err(EndpointError::Extra);
+        }
+        let uri: http::Uri = raw
+            .parse()
+            .map_err(|e: http::uri::InvalidUri| EndpointError::NotAUrl(e.to_string()))?;
+        let scheme = uri
+            .scheme_str()
+            .ok_or_else(|| EndpointError::NotAUrl("no scheme".into()))?
+            .to_ascii_lowercase();
+        if scheme != "https" {
+            return Err(EndpointError::NotHttps(scheme));
+        }
+        let authority = uri.authority().ok_or(EndpointError::NoHost)?;
+        if authority.as_str().contains('@') {
+            return Err(EndpointError::Extra);
+        }
+        let host = authority.host().to_ascii_lowercase();
+        if host.is_empty() {
+            return Err(EndpointError::NoHost);
+        }
+        let port = authority.port_u16().unwrap_or(443);
+        let path = uri.path().trim_end_matches('/');
+        Ok(Self(format!("https://{host}:{port}{path}")))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for Endpoint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// One hub's declaration of who leads. `last_updated` is kept for the tie-break only; two claims
+/// that differ only in it name the same candidate.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Claim {
+    pub endpoint: Endpoint,
+    pub identity: Option<String>,
+    pub last_updated: Option<Timestamp>,
+}
+
+impl Claim {
+    /// The part of a claim that a switch is confirmed on (everything but `lastUpdated`).
+    pub fn same_candidate(&self, other: &Claim) -> bool {
+        self.endpoint == other.endpoint && self.identity == other.identity
+    }
+}
+
+/// Why an answer from a hub could not be read as a claim. Every variant means "no say".
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ClaimError {
+    #[error("body is not a Cluster object: {0}")]
+    Json(String),
+    #[error("status.activeController.endpoint {0}")]
+    Endpoint(EndpointError),
+    #[error("status.activeController.lastUpdated is not an RFC 3339 time: {0}")]
+    Timestamp(String),
+    #[error("status.activeController.lastUpdated {at} is more than {MAX_FUTURE_SKEW:#} ahead of this clock ({now})")]
+    FutureTimestamp { at: Timestamp, now: Timestamp },
+}
+
+#[derive(Deserialize)]
+struct ClusterDoc {
+    #[serde(default)]
+    status: Option<StatusDoc>,
+}
+
+#[derive(Deserialize)]
+struct StatusDoc {
+    #[serde(default, rename = "activeController")]
+    active_controller: Option<ActiveControllerDoc>,
+}
+
+#[derive(Deserialize)]
+struct ActiveControllerDoc {
+    #[serde(default)]
+    endpoint: Option<String>,
+    #[serde(default, alias = "activeIdentity")]
+    identity: Option<String>,
+    #[serde(default, rename = "lastUpdated")]
+    last_updated: Option<String>,
+}
+
+/// Reads the claim out of a `Cluster` object's JSON. `Ok(None)` is "answered, published nothing".
+pub fn parse_cluster(body: &[u8], now: Timestamp) -> Result<Option<Claim>, ClaimError> {
+    let doc: ClusterDoc =
+        serde_json::from_slice(body).map_err(|e| ClaimError::Json(e.to_string()))?;
+    let Some(ac) = doc.status.and_then(|s| s.active_controller) else {
+        return Ok(None);
+    };
+    let Some(raw_endpoint) = ac.endpoint.filter(|e| !e.trim().is_empty()) else {
+        return Ok(None);
+    };
+    let endpoint = Endpoint::parse(&raw_endpoint).map_err(ClaimError::Endpoint)?;
+    let last_updated = match ac.last_updated.as_deref().map(str::trim) {
+        None | Some("") => None,
+        Some(raw) => {
+            let at: Timestamp = raw
+                .parse()
+                .map_err(|e: jiff::Error| ClaimError::Timestamp(e.to_string()))?;
+            if at.duration_since(now) > MAX_FUTURE_SKEW {
+                return Err(ClaimError::FutureTimestamp { at, now });
+            }
+            Some(at)
+        }
+    };
+    let identity = ac.identity.filter(|i| !i.is_empty());
+    Ok(Some(Claim {
+        endpoint,
+        identity,
+        last_updated,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn now() -> Timestamp {
+        "2026-12-02T10:00:00Z".parse().unwrap()
+    }
+
+    fn ep(s: &str) -> Endpoint {
+        Endpoint::parse(s).unwrap()
+    }
+
+    #[test]
+    fn endpoints_normalize_trailing_slash_case_and_default_port() {
+        assert_eq!(
+            ep("https://10.1.80.11:6443/"),
+            ep("https://10.1.80.11:6443")
+        );
+        assert_eq!(
+            ep("HTTPS://Hub.Example.COM"),
+            ep("https://hub.example.com:443")
+        );
+        assert_eq!(ep("https://hub/"), ep("https://hub:443"));
+        assert_eq!(ep("https://[::1]:6443").as_str(), "https://[::1]:6443");
+        assert_eq!(
+            ep("https://lb.example/k8s/").as_str(),
+            "https://lb.example:443/k8s"
+        );
+        assert_ne!(ep("https://10.1.80.11:6443"), ep("https://10.1.80.12:6443"));
+    }
+
+    #[test]
+    fn endpoints_reject_everything_but_plain_https_urls() {
+        assert_eq!(Endpoint::parse(""), Err(EndpointError::Empty));
+        assert_eq!(
+            Endpoint::parse("http://10.0.0.1:6443"),
+            Err(EndpointError::NotHttps("http".into()))
+        );
+        assert!(matches!(
+            Endpoint::parse("10.0.0.1:6443"),
+            Err(EndpointError::NotAUrl(_))
+        ));
+        assert!(matches!(
+            Endpoint::parse("not a url"),
+            Err(EndpointError::Extra)
+        ));
+        assert_eq!(
+            Endpoint::parse("https://u:p@hub:6443"),
+            Err(EndpointError::Extra)
+        );
+        assert_eq!(
+            Endpoint::parse("https://hub:6443/?x=1"),
+            Err(EndpointError::Extra)
+        );
+    }
+
+    #[test]
+    fn a_full_claim_parses_with_identity_alias_and_unknown_fields() {
+        let body = br#"{"apiVersion":"controller.kubeslice.io/v1alpha1","kind":"Cluster",
+            "status":{"activeController":{"endpoint":"https://10.1.80.12:6443/",
+            "activeIdentity":"ctrl-b","lastUpdated":"2026-12-02T09:59:50Z","caBundle":"LS0t","x":1}}}"#;
+        let claim = parse_cluster(body, now()).unwrap().unwrap();
+        assert_eq!(claim.endpoint, ep("https://10.1.80.12:6443"));
+        assert_eq!(claim.identity.as_deref(), Some("ctrl-b"));
+        assert_eq!(
+            claim.last_updated,
+            Some("2026-12-02T09:59:50Z".parse().unwrap())
+        );
+    }
+
+    #[test]
+    fn absent_status_or_endpoint_is_no_claim() {
+        for body in [
+            &br#"{"metadata":{"name":"w"}}"#[..],
+            br#"{"status":{}}"#,
+            br#"{"status":null}"#,
+            br#"{"status":{"activeController":{}}}"#,
+            br#"{"status":{"activeController":{"endpoint":"","identity":"x"}}}"#,
+        ] {
+            assert_eq!(
+                parse_cluster(body, now()),
+                Ok(None),
+                "{}",
+                String::from_utf8_lossy(body)
+            );
+        }
+    }
+
+    #[test]
+    fn malformed_answers_are_errors_not_claims() {
+        for body in [
+            &b"not json"[..],
+            br#"{"status":{"activeController":"https://10.0.0.1:6443"}}"#,
+            br#"{"status":{"activeController":{"endpoint":42}}}"#,
+            br#"{"status":{"activeController":{"endpoint":"ftp://x"}}}"#,
+            br#"{"status":{"activeController":{"endpoint":"https://a:1","lastUpdated":"yesterday"}}}"#,
+            br#"{"status":{"activeController":{"endpoint":"https://a:1","lastUpdated":"2099-01-01T00:00:00Z"}}}"#,
+        ] {
+            assert!(parse_cluster(body, now()).is_err(), "{}", String::from_utf8_lossy(body));
+        }
+    }
+
+    #[test]
+    fn a_timestamp_slightly_ahead_is_tolerated() {
+        let body = br#"{"status":{"activeController":{"endpoint":"https://a:1","lastUpdated":"2026-12-02T10:04:00+00:00"}}}"#;
+        assert!(parse_cluster(body, now()).unwrap().is_some());
+    }
+
+    #[test]
+    fn candidates_ignore_last_updated() {
+        let a = Claim {
+            endpoint: ep("https://a:1"),
+            identity: Some("x".into()),
+            last_updated: Some(now()),
+        };
+        let b = Claim {
+            last_updated: None,
+            ..a.clone()
+        };
+        let c = Claim {
+            identity: Some("y".into()),
+            ..a.clone()
+        };
+        assert!(a.same_candidate(&b));
+        assert!(!a.same_candidate(&c));
+    }
+}

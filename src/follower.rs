@@ -1,0 +1,326 @@
+//! The loop: probe all hubs → resolver → publish. Everything with a side effect (files, metrics,
+//! logs, the status page) happens here; the rule itself is in `resolver`.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use jiff::Timestamp;
+use tokio::sync::watch;
+use tokio::time::{Instant, MissedTickBehavior};
+
+use crate::claim::Endpoint;
+use crate::config::Config;
+use crate::handoff::{self, Handoff};
+use crate::hub::{probe_all, HubClient, Probe};
+use crate::metrics::Metrics;
+use crate::resolver::{Decision, Reason, Resolver};
+use crate::state::{HubView, Shared};
+use crate::verdict::{ErrorReason, HubId, Verdict};
+
+pub struct Follower {
+    config: Arc<Config>,
+    hubs: Vec<HubClient>,
+    resolver: Resolver,
+    metrics: Metrics,
+    shared: Arc<Shared>,
+    next_generation: u64,
+    /// A decision taken but not yet on disk (the last write failed); retried every round.
+    unpublished: Option<Decision>,
+    /// Per hub, the last error reason (None: it answered). Probe errors are logged on change only.
+    last_error: HashMap<HubId, Option<ErrorReason>>,
+    rejecting: HashMap<HubId, bool>,
+}
+
+impl Follower {
+    pub fn new(config: Arc<Config>, metrics: Metrics, shared: Arc<Shared>) -> Self {
+        let hubs = config
+            .hubs
+            .iter()
+            .map(|h| {
+                HubClient::new(
+                    h.clone(),
+                    &config.namespace,
+                    &config.cluster_name,
+                    config.probe_timeout,
+                )
+            })
+            .collect();
+        let resolver = Resolver::new(
+            config
+                .hubs
+                .iter()
+                .map(|h| (h.id, h.endpoint.clone()))
+                .collect(),
+            config.confirmations,
+        );
+        Self {
+            config,
+            hubs,
+            resolver,
+            metrics,
+            shared,
+            next_generation: 1,
+            unpublished: None,
+            last_error: HashMap::new(),
+            rejecting: HashMap::new(),
+        }
+    }
+
+    /// Runs until `shutdown` turns true. A write in progress always finishes: publishing has no
+    /// await point for the shutdown to cut into.
+    pub async fn run(mut self, mut shutdown: watch::Receiver<bool>) {
+        self.resume();
+        if self.config.single_hub() {
+            self.run_single_hub(shutdown).await;
+            return;
+        }
+        let mut ticker = tokio::time::interval(self.config.poll_interval);
+        ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                _ = shutdown.changed() => return,
+                _ = ticker.tick() => {}
+            }
+            let started = Instant::now();
+            let probes = tokio::select! {
+                _ = shutdown.changed() => return,
+                probes = probe_all(&mut self.hubs) => probes,
+            };
+            self.round(&probes);
+            let took = started.elapsed().as_secs_f64() * 1e3;
+            self.shared
+                .update(|s| s.last_round_ms = Some((took * 1e3).round() / 1e3));
+        }
+    }
+
+    /// With one hub there is nothing to decide: publish it and keep retrying only if that fails.
+    async fn run_single_hub(mut self, mut shutdown: watch::Receiver<bool>) {
+        if self.shared.ready() {
+            return wait(&mut shutdown).await;
+        }
+        self.unpublished = Some(Decision {
+            hub: HubId::Primary,
+            identity: None,
+            reason: Reason::SingleHub,
+        });
+        while self.unpublished.is_some() {
+            self.publish_pending();
+            if self.unpublished.is_none() {
+                break;
+            }
+            tokio::select! {
+                _ = shutdown.changed() => return,
+                _ = tokio::time::sleep(self.config.poll_interval) => {}
+            }
+        }
+        wait(&mut shutdown).await;
+    }
+
+    /// Takes over the decision an earlier run of the sidecar left in the handoff directory, so
+    /// that a sidecar restart beside a running worker is not a switch.
+    fn resume(&mut self) {
+        let dir = &self.config.handoff_dir;
+        let previous = match handoff::read(dir) {
+            Ok(Some(h)) => h,
+            Ok(None) => return,
+            Err(e) => {
+                tracing::warn!(error = %e, "ignoring the handoff left by an earlier run");
+                return;
+            }
+        };
+        self.next_generation = previous.generation + 1;
+        let still_configured = self.config.hub(previous.hub).is_some_and(|h| {
+            Endpoint::parse(&previous.endpoint).ok().as_ref() == Some(&h.endpoint)
+        });
+        if self.config.single_hub() && previous.hub == HubId::Primary && still_configured {
+            self.shared.set_published(previous);
+            self.metrics.set_active(HubId::Primary, &[HubId::Primary]);
+            return;
+        }
+        if !still_configured {
+            tracing::info!(
+                hub = %previous.hub,
+                endpoint = %previous.endpoint,
+                "the earlier decision names a hub that is no longer configured; deciding afresh"
+            );
+            return;
+        }
+        if let Some(decision) = self
+            .resolver
+            .resume(previous.hub, previous.identity.clone())
+        {
+            self.unpublished = Some(decision);
+            self.publish_pending();
+        }
+    }
+
+    /// One round's verdicts through the rule, and the result out to disk, metrics, logs.
+    pub fn round(&mut self, probes: &[Probe]) {
+        let now = Timestamp::now();
+        for probe in probes {
+            self.observe_probe(probe, now);
+        }
+        self.shared.update(|s| {
+            s.last_round_at = Some(now.to_string());
+            for probe in probes {
+                if let Some(h) = self.config.hub(probe.hub) {
+                    s.hubs
+                        .insert(probe.hub, HubView::new(&h.raw_endpoint, probe, now));
+                }
+            }
+        });
+        let verdicts: Vec<(HubId, &Verdict)> = probes.iter().map(|p| (p.hub, &p.verdict)).collect();
+        let step = self.resolver.observe(&verdicts);
+        for hub in &self.config.hubs {
+            let rejected = step.rejected.contains(&hub.id);
+            if rejected {
+                self.metrics
+                    .claims_rejected
+                    .with_label_values(&[hub.id.as_str()])
+                    .inc();
+            }
+            let was = self.rejecting.insert(hub.id, rejected).unwrap_or(false);
+            if rejected && !was {
+                let named = probes.iter().find_map(|p| match &p.verdict {
+                    Verdict::Claim(c) if p.hub == hub.id => Some(c.endpoint.to_string()),
+                    _ => None,
+                });
+                tracing::warn!(
+                    hub = %hub.id,
+                    claimed = named.as_deref().unwrap_or("?"),
+                    "ignoring a claim that names an endpoint that is not configured"
+                );
+            }
+        }
+        if let Some(decision) = step.decision {
+            self.unpublished = Some(decision);
+        }
+        self.publish_pending();
+
+        let pending = self.resolver.pending().cloned();
+        self.metrics
+            .pending_confirmations
+            .set(pending.as_ref().map_or(0, |p| i64::from(p.count)));
+        if let Some(p) = &pending {
+            tracing::info!(
+                candidate = %p.candidate.hub,
+                count = p.count,
+                required = self.resolver.confirmations(),
+                "a switch is pending confirmation"
+            );
+        }
+        self.shared.update(|s| s.pending = pending);
+        self.shared.round_completed(Instant::now());
+    }
+
+    fn observe_probe(&mut self, probe: &Probe, now: Timestamp) {
+        let hub = probe.hub.as_str();
+        self.metrics
+            .probe_duration
+            .with_label_values(&[hub])
+            .observe(probe.latency.as_secs_f64());
+        let previous = self.last_error.get(&probe.hub).copied();
+        match &probe.verdict {
+            Verdict::Error(e) => {
+                self.metrics
+                    .probe_errors
+                    .with_label_values(&[hub, e.reason.as_str()])
+                    .inc();
+                if previous == Some(Some(e.reason)) {
+                    tracing::debug!(hub, reason = %e.reason, detail = %e.detail, "hub still has no say");
+                } else {
+                    tracing::info!(hub, reason = %e.reason, detail = %e.detail, "hub has no say");
+                }
+                self.last_error.insert(probe.hub, Some(e.reason));
+            }
+            answered => {
+                self.metrics
+                    .last_success
+                    .with_label_values(&[hub])
+                    .set(now.as_millisecond() as f64 / 1000.0);
+                if let Some(Some(reason)) = previous {
+                    tracing::info!(hub, was = %reason, "hub answers again");
+                }
+                if matches!(answered, Verdict::NoClaim) {
+                    tracing::debug!(hub, "hub answered without a claim");
+                }
+                self.last_error.insert(probe.hub, None);
+            }
+        }
+    }
+
+    fn publish_pending(&mut self) {
+        let Some(decision) = self.unpublished.take() else {
+            return;
+        };
+        let Some(hub) = self.config.hub(decision.hub) else {
+            return;
+        };
+        let handoff = Handoff {
+            hub: decision.hub,
+            endpoint: hub.raw_endpoint.clone(),
+            token_file: hub.token_file.clone(),
+            ca_file: hub.ca_file.clone(),
+            tls_server_name: hub.tls_server_name.clone(),
+            identity: decision.identity.clone(),
+            generation: self.next_generation,
+            decided_at: Timestamp::now().to_string(),
+            reason: decision.reason,
+            namespace: Some(self.config.namespace.clone()),
+        };
+        match handoff::publish(&self.config.handoff_dir, &handoff) {
+            Ok(()) => {
+                self.next_generation += 1;
+                if decision.reason == Reason::Switch {
+                    self.metrics.switches.inc();
+                }
+                let ids: Vec<HubId> = self.config.hubs.iter().map(|h| h.id).collect();
+                self.metrics.set_active(decision.hub, &ids);
+                tracing::info!(
+                    hub = %handoff.hub,
+                    endpoint = %handoff.endpoint,
+                    identity = handoff.identity.as_deref().unwrap_or(""),
+                    reason = decision.reason.as_str(),
+                    generation = handoff.generation,
+                    verdicts = %self.verdict_summary(),
+                    "published the active hub"
+                );
+                self.shared.set_published(handoff);
+            }
+            Err(e) => {
+                self.metrics.handoff_write_errors.inc();
+                tracing::warn!(error = %e, hub = %decision.hub, reason = decision.reason.as_str(), "could not publish the decision; the previous one stays in place and the write is retried next round");
+                self.unpublished = Some(decision);
+            }
+        }
+    }
+
+    fn verdict_summary(&self) -> String {
+        let status = self.shared.status();
+        self.config
+            .hubs
+            .iter()
+            .map(|h| {
+                let v = status.hubs.get(&h.id);
+                let text = match v {
+                    None => "unknown".to_string(),
+                    Some(v) => match (&v.claim, v.reason) {
+                        (Some(c), _) => format!("claim({})", c.endpoint),
+                        (None, Some(r)) => format!("error({r})"),
+                        (None, None) => v.verdict.to_string(),
+                    },
+                };
+                format!("{}={}", h.id, text)
+            })
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+async fn wait(shutdown: &mut watch::Receiver<bool>) {
+    while !*shutdown.borrow() {
+        if shutdown.changed().await.is_err() {
+            return;
+        }
+    }
+}

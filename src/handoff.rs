@@ -1,0 +1,376 @@
+//! The decision as files the worker reads, published atomically as a set.
+//!
+//! Layout, the way kubelet updates a ConfigMap volume:
+//! ```text
+//! ..data -> ..7_1764669600123456789       (swapped with one rename)
+//! ..7_1764669600123456789/active-hub.json (one folder per decision, fsynced before the swap)
+//! active-hub.json -> ..data/active-hub.json
+//! active-hub.env  -> ..data/active-hub.env
+//! kubeconfig      -> ..data/kubeconfig
+//! ```
+//! A reader that opens a top-level name resolves `..data` once, so it sees one whole decision,
+//! never parts of two. Only paths to credentials are written, never a credential.
+
+use std::fs;
+use std::io::{self, Write};
+use std::os::unix::fs::{symlink, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::resolver::Reason;
+use crate::verdict::HubId;
+
+pub const JSON_FILE: &str = "active-hub.json";
+pub const ENV_FILE: &str = "active-hub.env";
+pub const KUBECONFIG_FILE: &str = "kubeconfig";
+const DATA_LINK: &str = "..data";
+const FILES: [&str; 3] = [JSON_FILE, ENV_FILE, KUBECONFIG_FILE];
+
+/// The published decision: `active-hub.json`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Handoff {
+    pub hub: HubId,
+    pub endpoint: String,
+    pub token_file: PathBuf,
+    pub ca_file: PathBuf,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls_server_name: Option<String>,
+    #[serde(default)]
+    pub identity: Option<String>,
+    /// Goes up by one for each published decision, across sidecar restarts.
+    pub generation: u64,
+    /// RFC 3339.
+    pub decided_at: String,
+    pub reason: Reason,
+    /// The namespace the kubeconfig's context defaults to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum HandoffError {
+    #[error("cannot read {path}: {source}")]
+    Read { path: PathBuf, source: io::Error },
+    #[error("{path} is not a handoff file: {reason}")]
+    Format { path: PathBuf, reason: String },
+    #[error("cannot publish into {dir}: {step}: {source}")]
+    Write {
+        dir: PathBuf,
+        step: &'static str,
+        source: io::Error,
+    },
+}
+
+impl Handoff {
+    pub fn to_json(&self) -> String {
+        // Serializing plain strings and numbers cannot fail; fall back to "{}" rather than panic.
+        serde_json::to_string_pretty(self).unwrap_or_else(|_| "{}".into()) + "\n"
+    }
+
+    pub fn from_json(bytes: &[u8], path: &Path) -> Result<Self, HandoffError> {
+        serde_json::from_slice(bytes).map_err(|e| HandoffError::Format {
+            path: path.to_path_buf(),
+            reason: e.to_string(),
+        })
+    }
+
+    /// `active-hub.env`: `KEY='value'` lines that `sh` can source whatever the paths contain.
+    pub fn to_env(&self) -> String {
+        let mut out = String::new();
+        for (key, value) in [
+            ("HUB_HOST_ENDPOINT", self.endpoint.as_str()),
+            ("HUB_TOKEN_FILE", &self.token_file.to_string_lossy()),
+            ("HUB_CA_FILE", &self.ca_file.to_string_lossy()),
+        ] {
+            out.push_str(key);
+            out.push('=');
+            out.push_str(&sh_quote(value));
+            out.push('\n');
+        }
+        out
+    }
+
+    /// The environment a worker should start with, as pairs.
+    pub fn env_pairs(&self) -> [(&'static str, String); 3] {
+        [
+            ("HUB_HOST_ENDPOINT", self.endpoint.clone()),
+            (
+                "HUB_TOKEN_FILE",
+                self.token_file.to_string_lossy().into_owned(),
+            ),
+            ("HUB_CA_FILE", self.ca_file.to_string_lossy().into_owned()),
+        ]
+    }
+
+    /// A kubeconfig that points at the credential files (not their contents), so token rotation
+    /// keeps working for whoever uses it. Scalars are JSON-quoted, which YAML reads as-is.
+    pub fn to_kubeconfig(&self) -> String {
+        let q = |s: &str| serde_json::Value::from(s).to_string();
+        let name = q(self.hub.as_str());
+        let mut cluster = format!(
+            "    server: {}\n    certificate-authority: {}\n",
+            q(&self.endpoint),
+            q(&self.ca_file.to_string_lossy())
+        );
+        if let Some(sni) = &self.tls_server_name {
+            cluster.push_str(&format!("    tls-server-name: {}\n", q(sni)));
+        }
+        let namespace = self
+            .namespace
+            .as_deref()
+            .map(|ns| format!("    namespace: {}\n", q(ns)))
+            .unwrap_or_default();
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: {name}\n  cluster:\n{cluster}\
+             users:\n- name: \"hub-follower\"\n  user:\n    tokenFile: {token}\n\
+             contexts:\n- name: {name}\n  context:\n    cluster: {name}\n    user: \"hub-follower\"\n{namespace}\
+             current-context: {name}\n",
+            token = q(&self.token_file.to_string_lossy()),
+        )
+    }
+}
+
+fn sh_quote(value: &str) -> String {
+    format!("'{}'", value.replace('\'', r"'\''"))
+}
+
+/// The decision currently published in `dir`, if any.
+pub fn read(dir: &Path) -> Result<Option<Handoff>, HandoffError> {
+    let path = dir.join(JSON_FILE);
+    match fs::read(&path) {
+        Ok(bytes) => Handoff::from_json(&bytes, &path).map(Some),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(source) => Err(HandoffError::Read { path, source }),
+    }
+}
+
+/// Publishes `handoff` in `dir` as one atomic change. On error the previous decision stays
+/// visible and whole; what was half-written is cleaned up by the next publish.
+pub fn publish(dir: &Path, handoff: &Handoff) -> Result<(), HandoffError> {
+    let fail = |step: &'static str| {
+        move |source: io::Error| HandoffError::Write {
+            dir: dir.to_path_buf(),
+            step,
+            source,
+        }
+    };
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let version = format!("..{}_{}", handoff.generation, nanos);
+    let version_dir = dir.join(&version);
+    fs::create_dir(&version_dir).map_err(fail("create a version folder"))?;
+    fs::set_permissions(&version_dir, fs::Permissions::from_mode(0o755))
+        .map_err(fail("set the version folder's mode"))?;
+    for (name, content) in [
+        (JSON_FILE, handoff.to_json()),
+        (ENV_FILE, handoff.to_env()),
+        (KUBECONFIG_FILE, handoff.to_kubeconfig()),
+    ] {
+        write_synced(&version_dir.join(name), content.as_bytes()).map_err(fail("write a file"))?;
+    }
+    sync_dir(&version_dir).map_err(fail("sync the version folder"))?;
+
+    replace_symlink(dir, DATA_LINK, Path::new(&version)).map_err(fail("swap ..data"))?;
+    for name in FILES {
+        let target = Path::new(DATA_LINK).join(name);
+        if fs::read_link(dir.join(name)).ok().as_deref() != Some(target.as_path()) {
+            replace_symlink(dir, name, &target).map_err(fail("link a file name"))?;
+        }
+    }
+    sync_dir(dir).map_err(fail("sync the handoff folder"))?;
+    prune(dir, &version);
+    Ok(())
+}
+
+/// Checks at startup that `dir` exists (or can be made) and takes writes, so that a bad mount is
+/// a configuration error and not a silent failure at the first switch.
+pub fn ensure_writable(dir: &Path) -> io::Result<()> {
+    fs::create_dir_all(dir)?;
+    let probe = dir.join(format!(".probe-{}", std::process::id()));
+    fs::write(&probe, b"")?;
+    fs::remove_file(&probe)
+}
+
+fn write_synced(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let mut f = fs::File::create(path)?;
+    f.write_all(bytes)?;
+    f.set_permissions(fs::Permissions::from_mode(0o644))?;
+    f.sync_all()
+}
+
+fn sync_dir(dir: &Path) -> io::Result<()> {
+    fs::File::open(dir)?.sync_all()
+}
+
+/// Points `dir/name` at `target` with one rename over the old link.
+fn replace_symlink(dir: &Path, name: &str, target: &Path) -> io::Result<()> {
+    let tmp = dir.join(format!("{name}.tmp-{}", std::process::id()));
+    match fs::remove_file(&tmp) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e),
+    }
+    symlink(target, &tmp)?;
+    fs::rename(&tmp, dir.join(name))
+}
+
+/// Removes every version folder but `keep`, and temporary links left by a crash. Failures are
+/// harmless (the next publish tries again), so they are only logged.
+fn prune(dir: &Path, keep: &str) {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        let stale_version = name.starts_with("..") && name != DATA_LINK && name != keep;
+        let stale_link = name.contains(".tmp-");
+        if !(stale_version || stale_link) {
+            continue;
+        }
+        let path = entry.path();
+        let removed = match entry.file_type() {
+            Ok(t) if t.is_dir() => fs::remove_dir_all(&path),
+            _ => fs::remove_file(&path),
+        };
+        if let Err(e) = removed {
+            tracing::debug!(path = %path.display(), error = %e, "could not prune an old handoff entry");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(generation: u64) -> Handoff {
+        Handoff {
+            hub: HubId::Secondary,
+            endpoint: "https://10.1.80.12:6443".into(),
+            token_file: "/var/run/secrets/kubernetes.io/hub-secondary-serviceaccount/token".into(),
+            ca_file: "/var/run/secrets/kubernetes.io/hub-secondary-serviceaccount/ca.crt".into(),
+            tls_server_name: None,
+            identity: Some("ctrl-b".into()),
+            generation,
+            decided_at: "2026-12-02T10:00:00Z".into(),
+            reason: Reason::Switch,
+            namespace: Some("kubeslice-acme".into()),
+        }
+    }
+
+    #[test]
+    fn json_round_trips_with_the_documented_field_names() {
+        let h = sample(7);
+        let json = h.to_json();
+        for field in [
+            "\"hub\": \"secondary\"",
+            "\"tokenFile\"",
+            "\"caFile\"",
+            "\"decidedAt\"",
+            "\"reason\": \"switch\"",
+            "\"generation\": 7",
+        ] {
+            assert!(json.contains(field), "{field} missing from {json}");
+        }
+        assert_eq!(
+            Handoff::from_json(json.as_bytes(), Path::new("x")).unwrap(),
+            h
+        );
+    }
+
+    #[test]
+    fn env_values_are_quoted_for_sh() {
+        let mut h = sample(1);
+        h.token_file = "/odd/it's $HOME/`x`/token".into();
+        let env = h.to_env();
+        assert!(
+            env.contains(r"HUB_TOKEN_FILE='/odd/it'\''s $HOME/`x`/token'"),
+            "{env}"
+        );
+        assert!(env.starts_with("HUB_HOST_ENDPOINT='https://10.1.80.12:6443'\n"));
+    }
+
+    #[test]
+    fn kubeconfig_points_at_files_and_names_the_hub() {
+        let mut h = sample(1);
+        h.tls_server_name = Some("hub.internal".into());
+        let k = h.to_kubeconfig();
+        assert!(k.contains("server: \"https://10.1.80.12:6443\""));
+        assert!(k.contains("certificate-authority: \"/var/run/secrets/kubernetes.io/hub-secondary-serviceaccount/ca.crt\""));
+        assert!(k.contains(
+            "tokenFile: \"/var/run/secrets/kubernetes.io/hub-secondary-serviceaccount/token\""
+        ));
+        assert!(k.contains("tls-server-name: \"hub.internal\""));
+        assert!(k.contains("current-context: \"secondary\""));
+    }
+
+    #[test]
+    fn publish_swaps_the_whole_set_and_prunes_old_versions() {
+        let dir = tempfile::tempdir().unwrap();
+        publish(dir.path(), &sample(1)).unwrap();
+        publish(dir.path(), &sample(2)).unwrap();
+        assert_eq!(read(dir.path()).unwrap().unwrap().generation, 2);
+        let env = fs::read_to_string(dir.path().join(ENV_FILE)).unwrap();
+        assert!(env.contains("10.1.80.12"));
+        let versions: Vec<_> = fs::read_dir(dir.path())
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with("..") && n != DATA_LINK)
+            .collect();
+        assert_eq!(versions.len(), 1, "{versions:?}");
+        assert!(versions[0].starts_with("..2_"));
+        let mode = fs::metadata(dir.path().join(JSON_FILE))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o644);
+    }
+
+    #[test]
+    fn a_failed_publish_leaves_the_previous_decision_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        publish(dir.path(), &sample(1)).unwrap();
+        // A non-empty folder where the swap's temporary link must go makes the swap fail after
+        // the new version was written; this works as root too, unlike a read-only mode.
+        let blocker = dir
+            .path()
+            .join(format!("{DATA_LINK}.tmp-{}", std::process::id()));
+        fs::create_dir_all(blocker.join("x")).unwrap();
+        let failed = publish(dir.path(), &sample(2));
+        assert!(
+            matches!(
+                failed,
+                Err(HandoffError::Write {
+                    step: "swap ..data",
+                    ..
+                })
+            ),
+            "{failed:?}"
+        );
+        assert_eq!(read(dir.path()).unwrap().unwrap().generation, 1);
+        fs::remove_dir_all(&blocker).unwrap();
+        publish(dir.path(), &sample(3)).unwrap();
+        assert_eq!(read(dir.path()).unwrap().unwrap().generation, 3);
+        let leftovers: Vec<_> = fs::read_dir(dir.path())
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with("..2_"))
+            .collect();
+        assert!(
+            leftovers.is_empty(),
+            "the half-written version was not pruned"
+        );
+    }
+
+    #[test]
+    fn reading_an_empty_dir_is_none_and_garbage_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(read(dir.path()).unwrap().is_none());
+        fs::write(dir.path().join(JSON_FILE), b"{half").unwrap();
+        assert!(matches!(read(dir.path()), Err(HandoffError::Format { .. })));
+    }
+}

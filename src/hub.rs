@@ -1,0 +1,371 @@
+//! One client per hub. `probe()` reads this worker's `Cluster` object and turns whatever happens
+//! (an answer, an error status, a hang, a bad certificate) into a `Verdict` under a hard deadline.
+
+use std::error::Error as StdError;
+use std::io;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use http::header::{ACCEPT, AUTHORIZATION, CONTENT_LENGTH};
+use http::{HeaderValue, StatusCode};
+use http_body_util::{BodyExt, Limited};
+use jiff::Timestamp;
+use kube::client::Body;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::CertificateDer;
+
+use crate::claim::parse_cluster;
+use crate::config::HubConfig;
+use crate::verdict::{ErrorReason, HubId, ProbeError, Verdict};
+
+/// Larger answers are refused: a `Cluster` object is a few KiB, and the limit bounds memory
+/// whatever a hub (or something pretending to be one) sends.
+pub const MAX_BODY: usize = 1024 * 1024;
+const API_GROUP_PATH: &str = "/apis/controller.kubeslice.io/v1alpha1";
+
+/// A verdict with the time it took.
+#[derive(Debug, Clone)]
+pub struct Probe {
+    pub hub: HubId,
+    pub verdict: Verdict,
+    pub latency: Duration,
+}
+
+pub struct HubClient {
+    config: HubConfig,
+    path: String,
+    timeout: Duration,
+    /// The client is built for one CA bundle and kept, so connections are reused across rounds;
+    /// a rotated CA file builds a new one.
+    client: Option<(Vec<u8>, kube::Client)>,
+}
+
+impl HubClient {
+    pub fn new(config: HubConfig, namespace: &str, cluster: &str, timeout: Duration) -> Self {
+        Self {
+            path: format!("{API_GROUP_PATH}/namespaces/{namespace}/clusters/{cluster}"),
+            config,
+            timeout,
+            client: None,
+        }
+    }
+
+    pub fn id(&self) -> HubId {
+        self.config.id
+    }
+
+    pub fn config(&self) -> &HubConfig {
+        &self.config
+    }
+
+    /// Reads the hub once. Never takes longer than the probe timeout, whatever the hub does.
+    pub async fn probe(&mut self) -> Probe {
+        let started = Instant::now();
+        let verdict = match tokio::time::timeout(self.timeout, self.read()).await {
+            Ok(Ok(verdict)) => verdict,
+            Ok(Err(e)) => Verdict::Error(e),
+            Err(_) => Verdict::Error(ProbeError::new(
+                ErrorReason::Timeout,
+                format!(
+                    "no complete answer within {}",
+                    humantime::format_duration(self.timeout)
+                ),
+            )),
+        };
+        Probe {
+            hub: self.config.id,
+            verdict,
+            latency: started.elapsed(),
+        }
+    }
+
+    async fn read(&mut self) -> Result<Verdict, ProbeError> {
+        // Both files are re-read every round: projected tokens rotate, and a CA may too. They
+        // are small, and reading them is what makes a rotation take effect without a restart.
+        let token = read_token(&self.config.token_file)?;
+        let client = self.client()?;
+        let mut auth = HeaderValue::from_str(&format!("Bearer {token}")).map_err(|_| {
+            ProbeError::new(
+                ErrorReason::Credentials,
+                format!(
+                    "token file {} holds characters not allowed in a header",
+                    self.config.token_file.display()
+                ),
+            )
+        })?;
+        auth.set_sensitive(true);
+        let request = http::Request::get(self.path.as_str())
+            .header(AUTHORIZATION, auth)
+            .header(ACCEPT, "application/json")
+            .body(Body::from(Vec::new()))
+            .map_err(|e| ProbeError::new(ErrorReason::BadResponse, e.to_string()))?;
+
+        let response = client.send(request).await.map_err(classify)?;
+        let status = response.status();
+        let too_long = response
+            .headers()
+            .get(CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok())
+            .is_some_and(|len| len > MAX_BODY as u64);
+        if too_long {
+            return Err(ProbeError::new(
+                ErrorReason::BadResponse,
+                format!("answer of status {status} is larger than {MAX_BODY} bytes"),
+            ));
+        }
+        let body = Limited::new(response.into_body(), MAX_BODY)
+            .collect()
+            .await
+            .map_err(|e| body_error(e.as_ref()))?
+            .to_bytes();
+
+        if status != StatusCode::OK {
+            return Err(status_error(status, &body));
+        }
+        match parse_cluster(&body, Timestamp::now()) {
+            Ok(Some(claim)) => Ok(Verdict::Claim(claim)),
+            Ok(None) => Ok(Verdict::NoClaim),
+            Err(e) => Err(ProbeError::new(ErrorReason::BadResponse, e.to_string())),
+        }
+    }
+
+    fn client(&mut self) -> Result<kube::Client, ProbeError> {
+        let ca_file = &self.config.ca_file;
+        let pem = std::fs::read(ca_file).map_err(|e| {
+            ProbeError::new(
+                ErrorReason::Credentials,
+                format!("cannot read CA file {}: {e}", ca_file.display()),
+            )
+        })?;
+        if let Some((cached, client)) = &self.client {
+            if *cached == pem {
+                return Ok(client.clone());
+            }
+        }
+        let client = build_client(&self.config, &pem, self.timeout)?;
+        self.client = Some((pem, client.clone()));
+        Ok(client)
+    }
+}
+
+fn read_token(path: &Path) -> Result<String, ProbeError> {
+    let raw = std::fs::read_to_string(path).map_err(|e| {
+        ProbeError::new(
+            ErrorReason::Credentials,
+            format!("cannot read token file {}: {e}", path.display()),
+        )
+    })?;
+    // The worker's Go client trims the token the same way; a trailing newline from
+    // `kubectl create secret --from-file` must not make the header invalid.
+    let token = raw.trim();
+    if token.is_empty() {
+        return Err(ProbeError::new(
+            ErrorReason::Credentials,
+            format!("token file {} is empty", path.display()),
+        ));
+    }
+    Ok(token.to_string())
+}
+
+fn build_client(
+    config: &HubConfig,
+    ca_pem: &[u8],
+    timeout: Duration,
+) -> Result<kube::Client, ProbeError> {
+    let credentials = |detail: String| ProbeError::new(ErrorReason::Credentials, detail);
+    let certs: Vec<Vec<u8>> = CertificateDer::pem_slice_iter(ca_pem)
+        .map(|c| c.map(|c| c.as_ref().to_vec()))
+        .collect::<Result<_, _>>()
+        .map_err(|e| {
+            credentials(format!(
+                "CA file {} is not PEM: {e}",
+                config.ca_file.display()
+            ))
+        })?;
+    if certs.is_empty() {
+        return Err(credentials(format!(
+            "CA file {} holds no certificate",
+            config.ca_file.display()
+        )));
+    }
+    let url: http::Uri = config
+        .raw_endpoint
+        .parse()
+        .map_err(|e| credentials(format!("endpoint {}: {e}", config.raw_endpoint)))?;
+    let mut kc = kube::Config::new(url);
+    kc.root_cert = Some(certs);
+    kc.tls_server_name = config.tls_server_name.clone();
+    kc.connect_timeout = Some(timeout);
+    kc.write_timeout = Some(timeout);
+    kc.read_timeout = None;
+    // kube's retry layer would retry 429/5xx for far longer than a probe may take; the next
+    // round is the retry.
+    kc.default_retry = false;
+    kc.accept_invalid_certs = false;
+    kube::client::ClientBuilder::try_from(kc)
+        .map(|b| b.build())
+        .map_err(|e| {
+            ProbeError::new(
+                ErrorReason::Tls,
+                format!(
+                    "cannot set up TLS with CA file {}: {e}",
+                    config.ca_file.display()
+                ),
+            )
+        })
+}
+
+/// Sorts a transport failure into connect / tls / timeout by what caused it.
+fn classify(err: kube::Error) -> ProbeError {
+    let mut reason = ErrorReason::Connect;
+    visit_chain(&err, &mut |e| {
+        if e.downcast_ref::<rustls::Error>().is_some() {
+            reason = ErrorReason::Tls;
+            return true;
+        }
+        if e.downcast_ref::<io::Error>()
+            .is_some_and(|io| io.kind() == io::ErrorKind::TimedOut)
+        {
+            reason = ErrorReason::Timeout;
+        }
+        false
+    });
+    ProbeError::new(reason, error_chain(&err))
+}
+
+/// Calls `f` on every error in the chain until it returns true, looking inside the boxes and
+/// `io::Error`s that the connector layers wrap their causes in (`source()` does not always).
+fn visit_chain(
+    err: &(dyn StdError + 'static),
+    f: &mut dyn FnMut(&(dyn StdError + 'static)) -> bool,
+) -> bool {
+    if f(err) {
+        return true;
+    }
+    if let Some(inner) = err.downcast_ref::<io::Error>().and_then(|io| io.get_ref()) {
+        if visit_chain(inner, f) {
+            return true;
+        }
+    }
+    err.source().is_some_and(|next| visit_chain(next, f))
+}
+
+fn body_error(err: &(dyn StdError + Send + Sync + 'static)) -> ProbeError {
+    if err
+        .downcast_ref::<http_body_util::LengthLimitError>()
+        .is_some()
+    {
+        ProbeError::new(
+            ErrorReason::BadResponse,
+            format!("answer is larger than {MAX_BODY} bytes"),
+        )
+    } else {
+        ProbeError::new(
+            ErrorReason::Connect,
+            format!("answer broke off: {}", error_chain(err)),
+        )
+    }
+}
+
+/// The reason for an HTTP status, with the message of a Kubernetes `Status` body if there is one.
+fn status_error(status: StatusCode, body: &[u8]) -> ProbeError {
+    let reason = match status.as_u16() {
+        401 => ErrorReason::Unauthorized,
+        403 => ErrorReason::Forbidden,
+        404 => ErrorReason::NotFound,
+        _ => ErrorReason::Server,
+    };
+    let message = serde_json::from_slice::<serde_json::Value>(body)
+        .ok()
+        .and_then(|v| {
+            v.get("message")
+                .and_then(|m| m.as_str())
+                .map(|m| truncate(m, 300))
+        });
+    let detail = match message {
+        Some(m) => format!("HTTP {status}: {m}"),
+        None => format!("HTTP {status}"),
+    };
+    ProbeError::new(reason, detail)
+}
+
+fn truncate(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s.to_string(),
+    }
+}
+
+/// `a: b: c` from an error and its sources, without repeating a message a wrapper already holds.
+fn error_chain(err: &(dyn StdError + 'static)) -> String {
+    let mut out = err.to_string();
+    let mut source = err.source();
+    while let Some(e) = source {
+        let msg = e.to_string();
+        if !out.contains(&msg) {
+            out.push_str(": ");
+            out.push_str(&msg);
+        }
+        source = e.source();
+    }
+    truncate(&out, 500)
+}
+
+/// Probes all hubs at once. A hub that hangs costs its own timeout and never delays the others.
+pub async fn probe_all(hubs: &mut [HubClient]) -> Vec<Probe> {
+    match hubs {
+        [] => Vec::new(),
+        [one] => vec![one.probe().await],
+        [first, rest @ ..] => {
+            let (a, mut b) = tokio::join!(first.probe(), Box::pin(probe_all(rest)));
+            b.insert(0, a);
+            b
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses_map_to_reasons_with_the_status_message() {
+        let body = br#"{"kind":"Status","apiVersion":"v1","status":"Failure","message":"clusters.controller.kubeslice.io \"w\" is forbidden: User \"system:serviceaccount:x\" cannot get resource","reason":"Forbidden","code":403}"#;
+        let e = status_error(StatusCode::FORBIDDEN, body);
+        assert_eq!(e.reason, ErrorReason::Forbidden);
+        assert!(e.detail.contains("cannot get resource"), "{}", e.detail);
+        assert_eq!(
+            status_error(StatusCode::UNAUTHORIZED, b"").reason,
+            ErrorReason::Unauthorized
+        );
+        assert_eq!(
+            status_error(StatusCode::NOT_FOUND, b"").reason,
+            ErrorReason::NotFound
+        );
+        assert_eq!(
+            status_error(StatusCode::TOO_MANY_REQUESTS, b"").reason,
+            ErrorReason::Server
+        );
+        assert_eq!(
+            status_error(StatusCode::BAD_GATEWAY, b"<html>").detail,
+            "HTTP 502 Bad Gateway"
+        );
+    }
+
+    #[test]
+    fn tokens_are_trimmed_and_empty_ones_are_credential_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("token");
+        std::fs::write(&path, "  abc.def \n").unwrap();
+        assert_eq!(read_token(&path).unwrap(), "abc.def");
+        std::fs::write(&path, "\n").unwrap();
+        assert_eq!(
+            read_token(&path).unwrap_err().reason,
+            ErrorReason::Credentials
+        );
+        let missing = read_token(&dir.path().join("nope")).unwrap_err();
+        assert_eq!(missing.reason, ErrorReason::Credentials);
+        assert!(missing.detail.contains("nope"));
+    }
+}

@@ -1,0 +1,74 @@
+//! hub-follower: lets a KubeSlice worker follow its controller through an Active/Standby failover.
+//!
+//! The rule is in [`resolver`]; everything else feeds it (`hub`, `claim`) or carries its decision
+//! out (`handoff`, `http`, `metrics`). [`run`] wires them together.
+
+#![forbid(unsafe_code)]
+
+pub mod check;
+pub mod claim;
+pub mod config;
+pub mod follower;
+pub mod handoff;
+pub mod http;
+pub mod hub;
+pub mod metrics;
+pub mod resolver;
+pub mod state;
+pub mod verdict;
+
+use std::sync::Arc;
+
+use tokio::sync::watch;
+
+use crate::config::Config;
+use crate::state::{Mode, Shared};
+
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("cannot listen on {addr} (--listen / HUB_FOLLOWER_LISTEN): {source}")]
+    Listen {
+        addr: std::net::SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("cannot set up metrics: {0}")]
+    Metrics(#[from] prometheus::Error),
+}
+
+/// Runs the sidecar until `shutdown` turns true: the poll loop and the HTTP server.
+pub async fn run(config: Config, shutdown: watch::Receiver<bool>) -> Result<(), RunError> {
+    let config = Arc::new(config);
+    let hub_ids: Vec<_> = config.hubs.iter().map(|h| h.id).collect();
+    let metrics = metrics::Metrics::new(&hub_ids)?;
+    let mode = if config.single_hub() {
+        Mode::SingleHub
+    } else {
+        Mode::Follow
+    };
+    let stale_after = config.poll_interval * 3 + config.probe_timeout;
+    let shared = Arc::new(Shared::new(mode, config.confirmations, stale_after));
+    let listener = http::bind(config.listen)
+        .await
+        .map_err(|source| RunError::Listen {
+            addr: config.listen,
+            source,
+        })?;
+    tracing::info!(
+        listen = %config.listen,
+        hubs = %config.hubs.iter().map(|h| format!("{}={}", h.id, h.raw_endpoint)).collect::<Vec<_>>().join(" "),
+        cluster = %config.cluster_name,
+        namespace = %config.namespace,
+        handoff_dir = %config.handoff_dir.display(),
+        "hub-follower starting"
+    );
+    let handlers = http::Handlers {
+        shared: shared.clone(),
+        metrics: metrics.clone(),
+    };
+    let server = tokio::spawn(http::serve(listener, handlers, shutdown.clone()));
+    let follower = follower::Follower::new(config, metrics, shared);
+    follower.run(shutdown).await;
+    // The server saw the same shutdown; give it a moment to close its listener.
+    let _ = tokio::time::timeout(std::time::Duration::from_millis(500), server).await;
+    Ok(())
+}

@@ -1,0 +1,99 @@
+//! Wiring only: parse the settings, set up logs, run the chosen command.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use hub_follower::config::{Cli, Command, Config, LogFormat};
+use tokio::sync::watch;
+use tracing_subscriber::EnvFilter;
+
+/// kube's per-request error logging would repeat every failed probe; the follower logs probe
+/// errors itself, once per change. `RUST_LOG` overrides all of this.
+const DEFAULT_FILTER: &str = "info,kube_client=off,kube=off,hyper_util=off,rustls=off";
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let config = match Config::from_settings(&cli.settings) {
+        Ok(c) => c,
+        Err(e) => return usage_error(&e.to_string()),
+    };
+    if let Err(e) = hub_follower::handoff::ensure_writable(&config.handoff_dir) {
+        return usage_error(&format!(
+            "invalid setting --handoff-dir (HUB_HANDOFF_DIR): {} must exist or be creatable, and be writable: {e}",
+            config.handoff_dir.display()
+        ));
+    }
+    init_logs(config.log_format);
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("hub-follower: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match cli.command {
+        Some(Command::Check { output }) => runtime.block_on(async {
+            let report = hub_follower::check::run(&config).await;
+            print!("{}", hub_follower::check::render(&report, output));
+            if report.usable {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            }
+        }),
+        None => runtime.block_on(async {
+            let (tx, rx) = watch::channel(false);
+            tokio::spawn(async move {
+                wait_for_signal().await;
+                tracing::info!("shutting down");
+                let _ = tx.send(true);
+            });
+            match hub_follower::run(config, rx).await {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    tracing::error!(error = %e, "hub-follower stopped");
+                    ExitCode::FAILURE
+                }
+            }
+        }),
+    }
+}
+
+fn usage_error(message: &str) -> ExitCode {
+    eprintln!("hub-follower: {message}");
+    ExitCode::from(2)
+}
+
+fn init_logs(format: LogFormat) {
+    let filter =
+        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(DEFAULT_FILTER));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Json => builder.json().flatten_event(true).init(),
+        LogFormat::Text => builder.init(),
+    }
+}
+
+async fn wait_for_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    match (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) {
+        (Ok(mut term), Ok(mut int)) => {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = int.recv() => {}
+            }
+        }
+        _ => {
+            // Without signal handlers the process still dies on SIGTERM by default.
+            std::future::pending::<()>().await;
+        }
+    }
+}

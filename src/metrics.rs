@@ -1,0 +1,140 @@
+//! The Prometheus registry and its handles. The `kubeslice_worker_hub_*` names are the ones the
+//! worker-operator's in-process design used, so existing dashboards and alerts carry over.
+
+use prometheus::{
+    Encoder, GaugeVec, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge,
+    IntGaugeVec, Opts, Registry, TextEncoder,
+};
+
+use crate::verdict::{ErrorReason, HubId};
+
+#[derive(Clone)]
+pub struct Metrics {
+    registry: Registry,
+    pub switches: IntCounter,
+    pub probe_errors: IntCounterVec,
+    pub probe_duration: HistogramVec,
+    pub active: IntGaugeVec,
+    pub claims_rejected: IntCounterVec,
+    pub pending_confirmations: IntGauge,
+    pub last_success: GaugeVec,
+    pub handoff_write_errors: IntCounter,
+}
+
+impl Metrics {
+    pub fn new(hubs: &[HubId]) -> Result<Self, prometheus::Error> {
+        let registry = Registry::new();
+        let switches = IntCounter::new(
+            "kubeslice_worker_hub_switches_total",
+            "Confirmed switches of the Active hub published to the worker.",
+        )?;
+        let probe_errors = IntCounterVec::new(
+            Opts::new(
+                "kubeslice_worker_hub_probe_errors_total",
+                "Reads of a hub that gave no answer, by reason.",
+            ),
+            &["hub", "reason"],
+        )?;
+        let probe_duration = HistogramVec::new(
+            HistogramOpts::new(
+                "kubeslice_worker_hub_probe_duration_seconds",
+                "Time to read a hub's Cluster object, errors and timeouts included.",
+            )
+            .buckets(vec![
+                0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+            ]),
+            &["hub"],
+        )?;
+        let active = IntGaugeVec::new(
+            Opts::new(
+                "kubeslice_worker_hub_active",
+                "1 for the hub published to the worker.",
+            ),
+            &["hub"],
+        )?;
+        let claims_rejected = IntCounterVec::new(
+            Opts::new(
+                "kubeslice_worker_hub_claims_rejected_total",
+                "Claims that named an endpoint that is not configured, by the hub that published them.",
+            ),
+            &["hub"],
+        )?;
+        let pending_confirmations = IntGauge::new(
+            "kubeslice_worker_hub_switch_pending_confirmations",
+            "Consecutive rounds seen so far for a switch that is not yet confirmed.",
+        )?;
+        let last_success = GaugeVec::new(
+            Opts::new(
+                "kubeslice_worker_hub_last_probe_success_timestamp_seconds",
+                "Unix time of the last read of a hub that got an answer.",
+            ),
+            &["hub"],
+        )?;
+        let handoff_write_errors = IntCounter::new(
+            "kubeslice_worker_hub_handoff_write_errors_total",
+            "Failed attempts to publish a decision into the handoff directory.",
+        )?;
+        let build_info = IntGaugeVec::new(
+            Opts::new("hub_follower_build_info", "The running hub-follower build."),
+            &["version"],
+        )?;
+        build_info
+            .with_label_values(&[env!("CARGO_PKG_VERSION")])
+            .set(1);
+
+        registry.register(Box::new(switches.clone()))?;
+        registry.register(Box::new(probe_errors.clone()))?;
+        registry.register(Box::new(probe_duration.clone()))?;
+        registry.register(Box::new(active.clone()))?;
+        registry.register(Box::new(claims_rejected.clone()))?;
+        registry.register(Box::new(pending_confirmations.clone()))?;
+        registry.register(Box::new(last_success.clone()))?;
+        registry.register(Box::new(handoff_write_errors.clone()))?;
+        registry.register(Box::new(build_info))?;
+
+        // Every series exists from the start, so that `increase()` and absence alerts work
+        // before the first error.
+        for hub in hubs {
+            let h = hub.as_str();
+            active.with_label_values(&[h]).set(0);
+            claims_rejected.with_label_values(&[h]);
+            probe_duration.with_label_values(&[h]);
+            last_success.with_label_values(&[h]);
+            for reason in ErrorReason::ALL {
+                probe_errors.with_label_values(&[h, reason.as_str()]);
+            }
+        }
+        Ok(Self {
+            registry,
+            switches,
+            probe_errors,
+            probe_duration,
+            active,
+            claims_rejected,
+            pending_confirmations,
+            last_success,
+            handoff_write_errors,
+        })
+    }
+
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    pub fn set_active(&self, hub: HubId, hubs: &[HubId]) {
+        for h in hubs {
+            self.active
+                .with_label_values(&[h.as_str()])
+                .set(i64::from(*h == hub));
+        }
+    }
+
+    /// The Prometheus text format.
+    pub fn render(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        if let Err(e) = TextEncoder::new().encode(&self.registry.gather(), &mut out) {
+            tracing::warn!(error = %e, "could not encode metrics");
+        }
+        out
+    }
+}

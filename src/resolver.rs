@@ -1,0 +1,646 @@
+//! The decision rule. Verdicts in, decision out: no IO, no clock.
+//!
+//! 1. A hub that did not answer, or answered without a claim, has no say.
+//! 2. A claim naming an endpoint that is not configured is rejected: claims select among the
+//!    endpoints an operator provisioned and never point the worker anywhere else.
+//! 3. The winner: when all usable claims name one hub, that hub. When they disagree, the claim
+//!    with the later `lastUpdated` (a missing one is older than any); on a tie the established hub
+//!    if it is among the tied, else the earliest tied hub in configuration order. So the outcome
+//!    is single-valued even in a split brain.
+//! 4. No winner, or the winner is the established hub: nothing changes and any count restarts.
+//! 5. A different winner becomes the pending candidate. It needs `confirmations` consecutive
+//!    rounds naming the same candidate (endpoint and identity; `lastUpdated` is ignored, since the
+//!    Active republishes on a timer) before the switch.
+//! 6. The first round after startup decides at once (there is no connection to protect yet);
+//!    with no winner then, the primary is taken by default. A sidecar that restarted beside a
+//!    running worker resumes its last decision instead, and moving away from it is a switch.
+
+use serde::{Deserialize, Serialize};
+
+use crate::claim::{Claim, Endpoint};
+use crate::verdict::{HubId, Verdict};
+
+/// What the worker should follow, and why it was chosen.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decision {
+    pub hub: HubId,
+    pub identity: Option<String>,
+    pub reason: Reason,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Reason {
+    /// The first round at startup found a winner.
+    Startup,
+    /// The first round at startup found no usable claim; the primary is the default.
+    Default,
+    /// A confirmed move away from the established hub.
+    Switch,
+    /// An earlier run's decision, taken over by a restarted sidecar.
+    Resumed,
+    /// Only one hub is configured.
+    SingleHub,
+}
+
+impl Reason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reason::Startup => "startup",
+            Reason::Default => "default",
+            Reason::Switch => "switch",
+            Reason::Resumed => "resumed",
+            Reason::SingleHub => "single-hub",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        [
+            Reason::Startup,
+            Reason::Default,
+            Reason::Switch,
+            Reason::Resumed,
+            Reason::SingleHub,
+        ]
+        .into_iter()
+        .find(|r| r.as_str() == s)
+    }
+}
+
+/// A claim reduced to what a switch is confirmed on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Candidate {
+    pub hub: HubId,
+    pub identity: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Pending {
+    pub candidate: Candidate,
+    pub count: u32,
+}
+
+/// What one round changed.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Step {
+    /// A new decision to publish, if any.
+    pub decision: Option<Decision>,
+    /// The hubs whose claim named an endpoint that is not configured.
+    pub rejected: Vec<HubId>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Resolver {
+    hubs: Vec<(HubId, Endpoint)>,
+    confirmations: u32,
+    established: Option<HubId>,
+    pending: Option<Pending>,
+}
+
+impl Resolver {
+    /// `hubs` in configuration order; `confirmations` is at least 1 (the config guarantees it).
+    pub fn new(hubs: Vec<(HubId, Endpoint)>, confirmations: u32) -> Self {
+        Self {
+            hubs,
+            confirmations: confirmations.max(1),
+            established: None,
+            pending: None,
+        }
+    }
+
+    /// Takes over an earlier run's decision. `None` when that hub is no longer configured.
+    pub fn resume(&mut self, hub: HubId, identity: Option<String>) -> Option<Decision> {
+        if !self.hubs.iter().any(|(h, _)| *h == hub) {
+            return None;
+        }
+        self.established = Some(hub);
+        self.pending = None;
+        Some(Decision {
+            hub,
+            identity,
+            reason: Reason::Resumed,
+        })
+    }
+
+    pub fn established(&self) -> Option<HubId> {
+        self.established
+    }
+
+    pub fn pending(&self) -> Option<&Pending> {
+        self.pending.as_ref()
+    }
+
+    pub fn confirmations(&self) -> u32 {
+        self.confirmations
+    }
+
+    /// One round: every hub's verdict, in any order.
+    pub fn observe(&mut self, verdicts: &[(HubId, &Verdict)]) -> Step {
+        let (claims, rejected) = self.usable_claims(verdicts);
+        let winner = self.winner(&claims);
+        let decision = match (self.established, winner) {
+            (None, Some(w)) => Some(self.establish(w, Reason::Startup)),
+            (None, None) => {
+                let primary = self.hubs.first().map_or(HubId::Primary, |(h, _)| *h);
+                let w = Candidate {
+                    hub: primary,
+                    identity: None,
+                };
+                Some(self.establish(w, Reason::Default))
+            }
+            (Some(_), None) => {
+                self.pending = None;
+                None
+            }
+            (Some(current), Some(w)) if w.hub == current => {
+                self.pending = None;
+                None
+            }
+            (Some(_), Some(w)) => self.confirm(w),
+        };
+        Step { decision, rejected }
+    }
+
+    fn establish(&mut self, w: Candidate, reason: Reason) -> Decision {
+        self.established = Some(w.hub);
+        self.pending = None;
+        Decision {
+            hub: w.hub,
+            identity: w.identity,
+            reason,
+        }
+    }
+
+    fn confirm(&mut self, w: Candidate) -> Option<Decision> {
+        let count = match &self.pending {
+            Some(p) if p.candidate == w => p.count + 1,
+            _ => 1,
+        };
+        if count >= self.confirmations {
+            return Some(self.establish(w, Reason::Switch));
+        }
+        self.pending = Some(Pending {
+            candidate: w,
+            count,
+        });
+        None
+    }
+
+    fn hub_for(&self, endpoint: &Endpoint) -> Option<HubId> {
+        self.hubs
+            .iter()
+            .find(|(_, e)| e == endpoint)
+            .map(|(h, _)| *h)
+    }
+
+    /// The claims that name a configured hub, as (target, claim), in configuration order of the
+    /// hub that reported them; and the reporters whose claim named anything else.
+    fn usable_claims<'v>(
+        &self,
+        verdicts: &[(HubId, &'v Verdict)],
+    ) -> (Vec<(HubId, &'v Claim)>, Vec<HubId>) {
+        let mut sorted: Vec<_> = verdicts.to_vec();
+        sorted.sort_by_key(|(reporter, _)| *reporter);
+        let mut claims = Vec::new();
+        let mut rejected = Vec::new();
+        for (reporter, verdict) in sorted {
+            if let Verdict::Claim(claim) = verdict {
+                match self.hub_for(&claim.endpoint) {
+                    Some(target) => claims.push((target, claim)),
+                    None => rejected.push(reporter),
+                }
+            }
+        }
+        (claims, rejected)
+    }
+
+    fn winner(&self, claims: &[(HubId, &Claim)]) -> Option<Candidate> {
+        let freshest = claims.iter().map(|(_, c)| c.last_updated).max()?;
+        let tied: Vec<&(HubId, &Claim)> = claims
+            .iter()
+            .filter(|(_, c)| c.last_updated == freshest)
+            .collect();
+        let agreed = claims.iter().all(|(t, _)| *t == claims[0].0);
+        let (target, claim) = if agreed {
+            // Everyone names one hub; take the identity from the freshest report of it.
+            tied[0]
+        } else {
+            tied.iter()
+                .find(|(t, _)| Some(*t) == self.established)
+                .or_else(|| tied.iter().min_by_key(|(t, _)| *t))
+                .copied()?
+        };
+        Some(Candidate {
+            hub: *target,
+            identity: claim.identity.clone(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::verdict::{ErrorReason, ProbeError};
+    use jiff::Timestamp;
+    use HubId::{Primary as P, Secondary as S};
+
+    const A: &str = "https://10.1.80.11:6443";
+    const B: &str = "https://10.1.80.12:6443";
+    const ROGUE: &str = "https://203.0.113.9:6443";
+
+    fn resolver(n: u32) -> Resolver {
+        Resolver::new(
+            vec![
+                (P, Endpoint::parse(A).unwrap()),
+                (S, Endpoint::parse(B).unwrap()),
+            ],
+            n,
+        )
+    }
+
+    fn at(secs: i64) -> Option<Timestamp> {
+        Some(Timestamp::from_second(1_800_000_000 + secs).unwrap())
+    }
+
+    fn claim(endpoint: &str, identity: &str, when: Option<Timestamp>) -> Verdict {
+        Verdict::Claim(Claim {
+            endpoint: Endpoint::parse(endpoint).unwrap(),
+            identity: Some(identity.into()),
+            last_updated: when,
+        })
+    }
+
+    fn down() -> Verdict {
+        Verdict::Error(ProbeError::new(ErrorReason::Timeout, "no answer"))
+    }
+
+    fn round(r: &mut Resolver, p: &Verdict, s: &Verdict) -> Step {
+        r.observe(&[(P, p), (S, s)])
+    }
+
+    fn hub_of(step: &Step) -> Option<(HubId, Reason)> {
+        step.decision.as_ref().map(|d| (d.hub, d.reason))
+    }
+
+    /// A resolver that has settled on `hub` through a startup round.
+    fn settled_on(hub: HubId, n: u32) -> Resolver {
+        let mut r = resolver(n);
+        let target = if hub == P { A } else { B };
+        let c = claim(target, "x", at(0));
+        assert_eq!(hub_of(&round(&mut r, &c, &c)), Some((hub, Reason::Startup)));
+        r
+    }
+
+    // Rule 6: startup.
+
+    #[test]
+    fn startup_takes_the_first_winner_at_once() {
+        let mut r = resolver(3);
+        let c = claim(B, "ctrl-b", at(0));
+        let step = round(&mut r, &c, &c);
+        assert_eq!(
+            step.decision,
+            Some(Decision {
+                hub: S,
+                identity: Some("ctrl-b".into()),
+                reason: Reason::Startup
+            })
+        );
+        assert_eq!(r.established(), Some(S));
+    }
+
+    #[test]
+    fn startup_without_any_usable_claim_defaults_to_the_primary() {
+        for (p, s) in [
+            (down(), down()),
+            (Verdict::NoClaim, Verdict::NoClaim),
+            (claim(ROGUE, "x", at(0)), down()),
+        ] {
+            let mut r = resolver(3);
+            assert_eq!(hub_of(&round(&mut r, &p, &s)), Some((P, Reason::Default)));
+        }
+    }
+
+    #[test]
+    fn a_default_start_still_needs_confirmations_to_move() {
+        let mut r = resolver(2);
+        round(&mut r, &down(), &down());
+        let c = claim(B, "b", at(0));
+        assert_eq!(round(&mut r, &down(), &c).decision, None);
+        assert_eq!(
+            hub_of(&round(&mut r, &down(), &c)),
+            Some((S, Reason::Switch))
+        );
+    }
+
+    #[test]
+    fn a_resumed_decision_is_established_and_moving_away_needs_confirmations() {
+        let mut r = resolver(3);
+        let d = r.resume(S, Some("b".into())).unwrap();
+        assert_eq!((d.hub, d.reason), (S, Reason::Resumed));
+        let c = claim(A, "a", at(0));
+        assert_eq!(round(&mut r, &c, &c).decision, None);
+        assert_eq!(round(&mut r, &c, &c).decision, None);
+        assert_eq!(hub_of(&round(&mut r, &c, &c)), Some((P, Reason::Switch)));
+    }
+
+    #[test]
+    fn resuming_a_hub_that_is_no_longer_configured_is_refused() {
+        let mut r = Resolver::new(vec![(P, Endpoint::parse(A).unwrap())], 3);
+        assert_eq!(r.resume(S, None), None);
+        assert_eq!(r.established(), None);
+    }
+
+    // Rules 1 and 2: no say.
+
+    #[test]
+    fn unreachable_and_silent_hubs_change_nothing() {
+        let mut r = settled_on(P, 1);
+        for (p, s) in [
+            (down(), down()),
+            (Verdict::NoClaim, down()),
+            (Verdict::NoClaim, Verdict::NoClaim),
+        ] {
+            assert_eq!(round(&mut r, &p, &s), Step::default());
+        }
+        assert_eq!(r.established(), Some(P));
+    }
+
+    #[test]
+    fn one_hub_claiming_while_the_other_is_down_is_agreement() {
+        let mut r = settled_on(P, 2);
+        let c = claim(B, "b", at(5));
+        assert_eq!(round(&mut r, &down(), &c).decision, None);
+        assert_eq!(
+            hub_of(&round(&mut r, &down(), &c)),
+            Some((S, Reason::Switch))
+        );
+    }
+
+    // Rule 3: unconfigured endpoints.
+
+    #[test]
+    fn a_claim_for_an_unconfigured_endpoint_is_rejected_and_reported() {
+        let mut r = settled_on(P, 1);
+        let rogue = claim(ROGUE, "evil", at(100));
+        let step = round(&mut r, &rogue, &rogue);
+        assert_eq!(step.decision, None);
+        assert_eq!(step.rejected, vec![P, S]);
+        assert_eq!(r.established(), Some(P));
+    }
+
+    #[test]
+    fn a_rejected_claim_does_not_outvote_a_valid_one() {
+        let mut r = settled_on(P, 1);
+        let step = round(
+            &mut r,
+            &claim(ROGUE, "evil", at(100)),
+            &claim(B, "b", at(1)),
+        );
+        assert_eq!(hub_of(&step), Some((S, Reason::Switch)));
+        assert_eq!(step.rejected, vec![P]);
+    }
+
+    // Rule 4: agreement, then freshness, then a deterministic tie-break.
+
+    #[test]
+    fn on_disagreement_the_fresher_claim_wins() {
+        let mut r = settled_on(P, 1);
+        let step = round(&mut r, &claim(A, "a", at(10)), &claim(B, "b", at(11)));
+        assert_eq!(hub_of(&step), Some((S, Reason::Switch)));
+    }
+
+    #[test]
+    fn a_missing_timestamp_is_older_than_any() {
+        let mut r = settled_on(S, 1);
+        let step = round(&mut r, &claim(A, "a", at(-1000)), &claim(B, "b", None));
+        assert_eq!(hub_of(&step), Some((P, Reason::Switch)));
+    }
+
+    #[test]
+    fn a_tie_keeps_the_established_hub() {
+        let mut r = settled_on(S, 1);
+        let step = round(&mut r, &claim(A, "a", at(10)), &claim(B, "b", at(10)));
+        assert_eq!(step.decision, None);
+        assert_eq!(r.established(), Some(S));
+    }
+
+    #[test]
+    fn a_tie_without_the_established_hub_goes_to_configuration_order() {
+        // At startup nothing is established, so a tie goes to the hub configured first,
+        // whichever hub reported it.
+        let mut r = resolver(1);
+        let step = round(&mut r, &claim(B, "b", at(10)), &claim(A, "a", at(10)));
+        assert_eq!(hub_of(&step), Some((P, Reason::Startup)));
+        let mut r = resolver(1);
+        let step = round(&mut r, &claim(B, "b", None), &claim(A, "a", None));
+        assert_eq!(hub_of(&step), Some((P, Reason::Startup)));
+    }
+
+    #[test]
+    fn the_identity_comes_from_the_freshest_report() {
+        let mut r = resolver(1);
+        let step = round(&mut r, &claim(B, "old", at(1)), &claim(B, "new", at(2)));
+        assert_eq!(step.decision.unwrap().identity.as_deref(), Some("new"));
+    }
+
+    // Rule 5 and 6: confirmations.
+
+    #[test]
+    fn a_switch_needs_exactly_n_consecutive_confirming_rounds() {
+        let mut r = settled_on(P, 3);
+        let c = claim(B, "b", at(20));
+        assert_eq!(round(&mut r, &down(), &c).decision, None);
+        assert_eq!(r.pending().map(|p| p.count), Some(1));
+        assert_eq!(round(&mut r, &down(), &c).decision, None);
+        assert_eq!(r.pending().map(|p| p.count), Some(2));
+        assert_eq!(
+            hub_of(&round(&mut r, &down(), &c)),
+            Some((S, Reason::Switch))
+        );
+        assert_eq!(r.pending(), None);
+        assert_eq!(r.established(), Some(S));
+    }
+
+    #[test]
+    fn confirmations_ignore_a_republished_timestamp() {
+        let mut r = settled_on(P, 3);
+        for (i, expect) in [(1, None), (2, None), (3, Some((S, Reason::Switch)))] {
+            let c = claim(B, "b", at(100 + i));
+            assert_eq!(hub_of(&round(&mut r, &c, &c)), expect);
+        }
+    }
+
+    #[test]
+    fn a_round_without_a_winner_resets_the_count() {
+        let mut r = settled_on(P, 2);
+        let c = claim(B, "b", at(5));
+        round(&mut r, &down(), &c);
+        round(&mut r, &down(), &down());
+        assert_eq!(r.pending(), None);
+        assert_eq!(round(&mut r, &down(), &c).decision, None);
+        assert_eq!(
+            hub_of(&round(&mut r, &down(), &c)),
+            Some((S, Reason::Switch))
+        );
+    }
+
+    #[test]
+    fn a_round_naming_the_established_hub_resets_the_count() {
+        let mut r = settled_on(P, 2);
+        let b = claim(B, "b", at(5));
+        let a = claim(A, "a", at(6));
+        round(&mut r, &b, &b);
+        assert_eq!(round(&mut r, &a, &a).decision, None);
+        assert_eq!(r.pending(), None);
+        assert_eq!(round(&mut r, &b, &b).decision, None);
+    }
+
+    #[test]
+    fn a_different_candidate_restarts_the_count_at_one() {
+        let mut r = settled_on(P, 2);
+        round(&mut r, &down(), &claim(B, "b1", at(5)));
+        assert_eq!(
+            round(&mut r, &down(), &claim(B, "b2", at(6))).decision,
+            None
+        );
+        assert_eq!(r.pending().map(|p| p.count), Some(1));
+        assert_eq!(
+            hub_of(&round(&mut r, &down(), &claim(B, "b2", at(7)))),
+            Some((S, Reason::Switch))
+        );
+    }
+
+    #[test]
+    fn one_confirmation_switches_on_the_first_divergent_round() {
+        let mut r = settled_on(P, 1);
+        let c = claim(B, "b", at(5));
+        assert_eq!(hub_of(&round(&mut r, &c, &c)), Some((S, Reason::Switch)));
+    }
+
+    #[test]
+    fn alternating_claims_never_switch() {
+        let mut r = settled_on(P, 2);
+        for i in 0..20 {
+            let (p, s) = if i % 2 == 0 {
+                (claim(B, "b", at(i)), claim(B, "b", at(i)))
+            } else {
+                (claim(A, "a", at(i)), claim(A, "a", at(i)))
+            };
+            assert_eq!(round(&mut r, &p, &s).decision, None);
+        }
+        assert_eq!(r.established(), Some(P));
+    }
+}
+
+#[cfg(test)]
+mod properties {
+    use super::*;
+    use crate::verdict::{ErrorReason, ProbeError};
+    use jiff::Timestamp;
+    use proptest::prelude::*;
+
+    const ENDPOINTS: [&str; 3] = [
+        "https://10.1.80.11:6443",
+        "https://10.1.80.12:6443",
+        "https://198.51.100.7:6443",
+    ];
+
+    fn hubs() -> Vec<(HubId, Endpoint)> {
+        vec![
+            (HubId::Primary, Endpoint::parse(ENDPOINTS[0]).unwrap()),
+            (HubId::Secondary, Endpoint::parse(ENDPOINTS[1]).unwrap()),
+        ]
+    }
+
+    fn verdict() -> impl Strategy<Value = Verdict> {
+        prop_oneof![
+            Just(Verdict::NoClaim),
+            Just(Verdict::Error(ProbeError::new(
+                ErrorReason::Connect,
+                "refused"
+            ))),
+            (0usize..3, 0u8..2, proptest::option::of(0i64..5)).prop_map(|(e, id, t)| {
+                Verdict::Claim(Claim {
+                    endpoint: Endpoint::parse(ENDPOINTS[e]).unwrap(),
+                    identity: Some(format!("ctrl-{id}")),
+                    last_updated: t.map(|s| Timestamp::from_second(1_800_000_000 + s).unwrap()),
+                })
+            }),
+        ]
+    }
+
+    fn rounds() -> impl Strategy<Value = Vec<(Verdict, Verdict)>> {
+        proptest::collection::vec((verdict(), verdict()), 1..40)
+    }
+
+    fn run(n: u32, rounds: &[(Verdict, Verdict)]) -> Vec<Step> {
+        let mut r = Resolver::new(hubs(), n);
+        rounds
+            .iter()
+            .map(|(p, s)| r.observe(&[(HubId::Primary, p), (HubId::Secondary, s)]))
+            .collect()
+    }
+
+    fn targets(v: &Verdict) -> Option<HubId> {
+        match v {
+            Verdict::Claim(c) if c.endpoint.as_str() == ENDPOINTS[0] => Some(HubId::Primary),
+            Verdict::Claim(c) if c.endpoint.as_str() == ENDPOINTS[1] => Some(HubId::Secondary),
+            _ => None,
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn an_unconfigured_endpoint_is_never_selected(n in 1u32..4, rs in rounds()) {
+            for (step, (p, s)) in run(n, &rs).iter().zip(&rs) {
+                if let Some(d) = &step.decision {
+                    if d.reason != Reason::Default {
+                        prop_assert!(targets(p) == Some(d.hub) || targets(s) == Some(d.hub));
+                    }
+                }
+            }
+        }
+
+        #[test]
+        fn a_switch_is_preceded_by_n_rounds_naming_its_hub(n in 1u32..4, rs in rounds()) {
+            let steps = run(n, &rs);
+            for (i, step) in steps.iter().enumerate() {
+                if let Some(d) = step.decision.as_ref().filter(|d| d.reason == Reason::Switch) {
+                    prop_assert!(i + 1 >= n as usize);
+                    for (p, s) in &rs[i + 1 - n as usize..=i] {
+                        prop_assert!(targets(p) == Some(d.hub) || targets(s) == Some(d.hub),
+                            "a round within the confirmation window did not name {}", d.hub);
+                    }
+                    // The rounds leading up to the switch published nothing.
+                    for earlier in &steps[i + 1 - n as usize..i] {
+                        prop_assert_eq!(&earlier.decision, &None);
+                    }
+                }
+            }
+        }
+
+        #[test]
+        fn rounds_without_a_usable_claim_never_switch(n in 1u32..4, rs in rounds()) {
+            for (step, (p, s)) in run(n, &rs).iter().zip(&rs) {
+                if targets(p).is_none() && targets(s).is_none() {
+                    prop_assert!(step.decision.as_ref().is_none_or(|d| d.reason == Reason::Default));
+                }
+            }
+        }
+
+        #[test]
+        fn only_the_first_round_decides_without_a_switch(n in 1u32..4, rs in rounds()) {
+            let steps = run(n, &rs);
+            prop_assert!(steps[0].decision.is_some());
+            for step in &steps[1..] {
+                prop_assert!(step.decision.as_ref().is_none_or(|d| d.reason == Reason::Switch));
+            }
+        }
+
+        #[test]
+        fn the_same_inputs_give_the_same_outputs(n in 1u32..4, rs in rounds()) {
+            prop_assert_eq!(run(n, &rs), run(n, &rs));
+        }
+    }
+}

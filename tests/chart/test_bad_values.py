@@ -1,0 +1,106 @@
+"""Each kind of bad value is refused at render time with a message naming the field.
+
+Schema errors come from values.schema.json, which Helm applies to the library's
+values under the dependency's alias; they read
+`hubFollower:\n- at '/restart/mode': value must be one of ...`. The checks the schema
+cannot express (comparisons between fields, values rendered with tpl) fail in the
+templates with `hubFollower.<field>: ...`.
+"""
+
+from __future__ import annotations
+
+import helm_python as helm
+import pytest
+
+import chartkit
+from chartkit import hf
+
+SCHEMA_CASES = [
+    # (id, values, field path in the message, words of the constraint)
+    ("unknown-mode", hf(restart={"mode": "restart"}), "/restart/mode", "'signal', 'liveness', 'none'"),
+    ("duration-words", hf(pollInterval="10 seconds"), "/pollInterval", "does not match pattern"),
+    ("duration-no-unit", hf(probeTimeout="3"), "/probeTimeout", "does not match pattern"),
+    ("duration-negative", hf(restart={"killAfter": "-5s"}), "/restart/killAfter", "does not match pattern"),
+    ("duration-number", hf(restart={"cooldown": 60}), "/restart/cooldown", "want string"),
+    ("duration-liveness", hf(restart={"livenessFailFor": "1.5m"}), "/restart/livenessFailFor", "pattern"),
+    ("confirmations-zero", hf(confirmations=0), "/confirmations", "minimum"),
+    ("confirmations-string", hf(confirmations="3"), "/confirmations", "want integer"),
+    ("port-privileged", hf(port=80), "/port", "minimum"),
+    ("port-string", hf(port="8095"), "/port", "want integer"),
+    ("log-format", hf(logFormat="xml"), "/logFormat", "'json', 'text'"),
+    ("pull-policy", hf(image={"pullPolicy": "Sometimes"}), "/image/pullPolicy", "one of"),
+    ("digest", hf(image={"digest": "sha256:abc"}), "/image/digest", "does not match pattern"),
+    ("tag-with-colon", hf(image={"tag": "v1:2"}), "/image/tag", "does not match pattern"),
+    ("secondary-http", hf(secondary={"endpoint": "http://hub-2:6443"}), "/secondary/endpoint", "pattern"),
+    ("secondary-missing", hf(secondary={"endpoint": ""}), "/secondary/endpoint", "minLength"),
+    ("secret-missing", hf(secondary={"secretName": ""}), "/secondary/secretName", "minLength"),
+    ("secret-invalid", hf(secondary={"secretName": "Hub_Token"}), "/secondary/secretName", "pattern"),
+    ("native-string", hf(nativeSidecar="yes"), "/nativeSidecar", "want boolean"),
+    ("wrapper-string", hf(execWrapper="false"), "/execWrapper", "want boolean"),
+    ("enabled-string", hf(enabled="true"), "/enabled", "want boolean"),
+    ("worker-process-empty", hf(restart={"mode": "signal", "workerProcess": ""}), "/restart/workerProcess", "minLength"),
+    ("worker-process-path", hf(restart={"workerProcess": "/manager"}), "/restart/workerProcess", "pattern"),
+    ("worker-uid-negative", hf(restart={"workerUID": -1}), "/restart/workerUID", "minimum"),
+    ("run-as-user-string", hf(securityContext={"runAsUser": "root"}), "/securityContext/runAsUser", "want"),
+    ("threshold-zero", hf(restart={"livenessFailureThreshold": 0}), "/restart/livenessFailureThreshold", "minimum"),
+    ("unknown-key", hf(restart={"mod": "signal"}), "/restart", "'mod' not allowed"),
+    ("unknown-top-key", hf(pollIntervall="10s"), "hubFollower", "'pollIntervall' not allowed"),
+    ("handoff-relative", hf(handoff={"dir": "var/run/hf"}), "/handoff/dir", "pattern"),
+    ("resources-shape", hf(resources={"request": {"cpu": "1"}}), "/resources", "'request' not allowed"),
+    ("runbook-url", hf(metrics={"prometheusRule": {"runbookBaseURL": "docs/helm.md"}}), "/metrics/prometheusRule/runbookBaseURL", "pattern"),
+]
+
+
+@pytest.mark.parametrize("values,field,constraint", [c[1:] for c in SCHEMA_CASES], ids=[c[0] for c in SCHEMA_CASES])
+def test_schema_rejects_bad_value_naming_the_field(chart, values, field, constraint):
+    with pytest.raises(helm.HelmValuesError) as caught:
+        chart.render(values, name=chartkit.RELEASE, namespace=chartkit.NAMESPACE)
+    message = str(caught.value)
+    assert "hubFollower" in message, message
+    assert field in message, message
+    assert constraint in message, message
+
+
+def test_the_same_schema_check_runs_without_rendering(chart):
+    # `chart.validate_schema` is what `helm install` runs before touching the cluster.
+    with pytest.raises(helm.HelmValuesError, match="/restart/mode"):
+        chart.validate_schema(chart.merge_values(hf(restart={"mode": "bounce"})))
+    chart.validate_schema(chart.merge_values(hf(restart={"mode": "liveness"})))
+
+
+TEMPLATE_CASES = [
+    ("probe-not-shorter", hf(pollInterval="5s", probeTimeout="5s"), "hubFollower.probeTimeout", "shorter than hubFollower.pollInterval"),
+    ("probe-zero", hf(probeTimeout="0s"), "hubFollower.probeTimeout", "greater than zero"),
+    ("port-clash", hf(port=8081), "hubFollower.port", "already used by the worker"),
+    ("primary-missing", hf(primary={"endpoint": ""}), "hubFollower.primary.endpoint", "https://"),
+    ("primary-template-empty", hf(primary={"endpoint": "{{ .Values.nope }}"}), "hubFollower.primary.endpoint", "https://"),
+    ("same-hub-twice", hf(secondary={"endpoint": "https://hub-1.example.com:6443/"}), "hubFollower.secondary.endpoint", "same as"),
+    ("uid-mismatch", hf(restart={"mode": "signal", "workerUID": 65532}, securityContext={"runAsUser": 1000}), "hubFollower.securityContext.runAsUser", "signal only processes of its own UID"),
+    ("root-outside-signal", hf(restart={"mode": "none"}, securityContext={"runAsUser": 0}), "hubFollower.securityContext.runAsUser", "only with hubFollower.restart.mode=signal"),
+]
+
+
+@pytest.mark.parametrize("values,field,reason", [c[1:] for c in TEMPLATE_CASES], ids=[c[0] for c in TEMPLATE_CASES])
+def test_template_rejects_inconsistent_values_naming_the_field(chart, values, field, reason):
+    # The schema passes these; the templates catch them.
+    chart.validate_schema(chart.merge_values(values))
+    message = chartkit.render_error(chart, values)
+    assert field in message, message
+    assert reason in message, message
+
+
+def test_durations_are_checked_even_when_schema_validation_is_skipped(chart, example_dir):
+    # `helm install --skip-schema-validation` still refuses a duration the binary
+    # and the template would read differently.
+    report = helm.lint(example_dir, hf(pollInterval="10 sec"), skip_schema_validation=True)
+    errors = "\n".join(report["errors"])
+    assert "hubFollower.pollInterval" in errors and "is not a duration" in errors, report
+
+
+def test_dependency_without_the_alias_is_refused(tmp_path):
+    example = chartkit.prepare_charts(tmp_path)
+    chart_yaml = example / "Chart.yaml"
+    chart_yaml.write_text(chart_yaml.read_text().replace("alias: hubFollower", ""))
+    with helm.Chart.load(example) as unaliased:
+        message = chartkit.render_error(unaliased, {})
+    assert "alias: hubFollower" in message

@@ -1,0 +1,78 @@
+"""helm lint, the dependency wiring, and docs/helm.md against the charts."""
+
+from __future__ import annotations
+
+import re
+
+import helm_python as helm
+import pytest
+import yaml
+
+import chartkit
+
+
+def findings(report):
+    # Severity: 1 info, 2 warning, 3 error. Info ("icon is recommended") is allowed.
+    return [m for m in report["messages"] if m["severity"] >= 2] + report["errors"]
+
+
+@pytest.mark.parametrize("mode", chartkit.MODES)
+@pytest.mark.parametrize("native", [True, False])
+@pytest.mark.parametrize("wrapper", [True, False])
+def test_example_chart_lints_clean(example_dir, mode, native, wrapper):
+    report = helm.lint(example_dir, chartkit.mode_values(mode, native, wrapper), strict=True)
+    assert report["total_charts_linted"] == 1
+    assert findings(report) == []
+
+
+def test_library_chart_lints_clean():
+    report = helm.lint(chartkit.LIBRARY, strict=True)
+    assert findings(report) == []
+
+
+def test_lint_reports_a_bad_value(example_dir):
+    report = helm.lint(example_dir, chartkit.hf(restart={"mode": "sometimes"}), strict=True)
+    assert any("/restart/mode" in e for e in report["errors"]), report
+
+
+def test_example_resolves_the_library_through_the_alias(chart):
+    (dep,) = chart.dependencies
+    assert (dep["name"], dep["type"]) == ("hubFollower", "library")
+    assert chart.metadata["dependencies"][0]["repository"] == "file://../hub-follower"
+    assert chart.values["hubFollower"]["enabled"] is True
+
+
+def test_library_defaults_are_valid_and_consistent():
+    meta = yaml.safe_load((chartkit.LIBRARY / "Chart.yaml").read_text())
+    values = yaml.safe_load((chartkit.LIBRARY / "values.yaml").read_text())
+    assert meta["type"] == "library"
+    # Library templates render in the parent, where .Chart is the parent's, so the
+    # default tag is written out and must follow appVersion.
+    assert values["image"]["tag"] == meta["appVersion"]
+    assert values["enabled"] is False
+    with helm.Chart.load(chartkit.LIBRARY) as library:
+        library.validate_schema(library.values)
+
+
+def test_docs_name_only_templates_the_library_defines():
+    defined = set()
+    for tpl in (chartkit.LIBRARY / "templates").glob("*.tpl"):
+        defined |= set(re.findall(r'define "(hub-follower\.[A-Za-z]+)"', tpl.read_text()))
+    docs = chartkit.DOCS.read_text()
+    included = set(re.findall(r'include "(hub-follower\.[A-Za-z]+)"', docs))
+    assert included, "docs/helm.md shows no include lines"
+    assert included <= defined, included - defined
+    # Every template the example uses is documented.
+    example = "\n".join(p.read_text() for p in (chartkit.EXAMPLE / "templates").iterdir())
+    assert set(re.findall(r'include "(hub-follower\.[A-Za-z]+)"', example)) <= included
+
+
+def test_docs_show_values_the_schema_accepts():
+    docs = chartkit.DOCS.read_text()
+    blocks = re.findall(r"```yaml\n(.*?)```", docs, flags=re.S)
+    snippets = [yaml.safe_load(b) for b in blocks]
+    values = [s["hubFollower"] for s in snippets if isinstance(s, dict) and "hubFollower" in s]
+    assert values, "docs/helm.md shows no hubFollower values"
+    with helm.Chart.load(chartkit.LIBRARY) as library:
+        for v in values:
+            library.validate_schema(library.merge_values(v))

@@ -1,0 +1,176 @@
+"""The optional PrometheusRule: valid, alerting on the sidecar's real metrics, and
+linking to runbooks that exist."""
+
+from __future__ import annotations
+
+import re
+
+import jsonschema
+import pytest
+
+import chartkit
+
+# The metrics hub-follower exports (histogram series carry their suffixes).
+METRICS = {
+    "kubeslice_worker_hub_switches_total",
+    "kubeslice_worker_hub_probe_errors_total",
+    "kubeslice_worker_hub_probe_duration_seconds_bucket",
+    "kubeslice_worker_hub_probe_duration_seconds_sum",
+    "kubeslice_worker_hub_probe_duration_seconds_count",
+    "kubeslice_worker_hub_active",
+    "kubeslice_worker_hub_claims_rejected_total",
+    "kubeslice_worker_hub_switch_pending_confirmations",
+    "kubeslice_worker_hub_last_probe_success_timestamp_seconds",
+    "kubeslice_worker_hub_handoff_write_errors_total",
+    "kubeslice_worker_hub_worker_restarts_total",
+    "kubeslice_worker_hub_worker_on_current_decision",
+    "hub_follower_build_info",
+}
+RESTART_OUTCOMES = {
+    "signalled", "killed", "verified", "unverified", "not_found",
+    "permission_denied", "gate_failed", "gate_cleared", "observed",
+}
+ALERTS = {
+    "HubFollowerSecondaryHubUnreachable",
+    "HubFollowerNoUsableHub",
+    "HubFollowerWorkerRestartUnverified",
+    "HubFollowerSwitchFlapping",
+}
+
+# The parts of the prometheus-operator PrometheusRule CRD (monitoring.coreos.com/v1)
+# that these rules use, including its duration pattern.
+PROM_DURATION = "^(0|(([0-9]+)y)?(([0-9]+)w)?(([0-9]+)d)?(([0-9]+)h)?(([0-9]+)m)?(([0-9]+)s)?(([0-9]+)ms)?)$"
+STRING_MAP = {"type": "object", "additionalProperties": {"type": "string"}}
+PROMETHEUS_RULE_SCHEMA = {
+    "type": "object",
+    "required": ["apiVersion", "kind", "metadata", "spec"],
+    "properties": {
+        "apiVersion": {"const": "monitoring.coreos.com/v1"},
+        "kind": {"const": "PrometheusRule"},
+        "metadata": {
+            "type": "object",
+            "required": ["name", "namespace"],
+            "properties": {"name": {"type": "string", "maxLength": 63}, "labels": STRING_MAP},
+        },
+        "spec": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "groups": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "required": ["name", "rules"],
+                        "additionalProperties": False,
+                        "properties": {
+                            "name": {"type": "string", "minLength": 1},
+                            "interval": {"type": "string", "pattern": PROM_DURATION},
+                            "rules": {
+                                "type": "array",
+                                "items": {
+                                    "type": "object",
+                                    "required": ["alert", "expr"],
+                                    "additionalProperties": False,
+                                    "properties": {
+                                        "alert": {"type": "string", "minLength": 1},
+                                        "expr": {"type": "string", "minLength": 1},
+                                        "for": {"type": "string", "pattern": PROM_DURATION},
+                                        "keep_firing_for": {"type": "string", "pattern": PROM_DURATION},
+                                        "labels": STRING_MAP,
+                                        "annotations": STRING_MAP,
+                                    },
+                                },
+                            },
+                        },
+                    },
+                }
+            },
+        },
+    },
+}
+
+
+def rules(rendered):
+    (rule,) = rendered.kind("PrometheusRule")
+    return rule, {r["alert"]: r for g in rule["spec"]["groups"] for r in g["rules"]}
+
+
+@pytest.fixture(scope="module")
+def rendered(chart):
+    return chartkit.render(
+        chart,
+        chartkit.hf(
+            metrics={
+                "prometheusRule": {
+                    "enabled": True,
+                    "labels": {"release": "kube-prometheus-stack"},
+                    "alertLabels": {"team": "platform"},
+                }
+            }
+        ),
+    )
+
+
+def test_no_rule_unless_asked(chart):
+    assert chartkit.render(chart).kind("PrometheusRule") == []
+    off = chartkit.render(chart, chartkit.hf(enabled=False, metrics={"prometheusRule": {"enabled": True}}))
+    assert off.kind("PrometheusRule") == []
+
+
+def test_rule_matches_the_crd_schema(rendered):
+    rule, _ = rules(rendered)
+    jsonschema.validate(rule, PROMETHEUS_RULE_SCHEMA)
+    assert rule["metadata"]["namespace"] == chartkit.NAMESPACE
+    assert rule["metadata"]["labels"]["release"] == "kube-prometheus-stack"
+
+
+def test_the_four_alerts_are_there(rendered):
+    _, alerts = rules(rendered)
+    assert set(alerts) == ALERTS
+    assert alerts["HubFollowerSecondaryHubUnreachable"]["for"] == "10m"
+    assert alerts["HubFollowerNoUsableHub"]["labels"]["severity"] == "critical"
+    for alert in alerts.values():
+        assert alert["labels"]["severity"] in {"warning", "critical"}
+        assert alert["labels"]["team"] == "platform"
+        assert alert["annotations"]["summary"]
+
+
+def test_alerts_use_only_exported_metrics_and_labels(rendered):
+    _, alerts = rules(rendered)
+    for name, alert in alerts.items():
+        expr = alert["expr"]
+        used = set(re.findall(r"\b(?:kubeslice_worker_hub|hub_follower)_[a-z_]+", expr))
+        assert used, name
+        assert used <= METRICS, (name, used - METRICS)
+        for value in re.findall(r'hub="([^"]*)"', expr):
+            assert value in {"primary", "secondary"}, name
+        for alternatives in re.findall(r'outcome=~"([^"]*)"', expr):
+            assert set(alternatives.split("|")) <= RESTART_OUTCOMES, name
+        assert expr.count("(") == expr.count(")"), name
+    assert 'hub="secondary"' in alerts["HubFollowerSecondaryHubUnreachable"]["expr"]
+    assert "unverified" in alerts["HubFollowerWorkerRestartUnverified"]["expr"]
+    assert "kubeslice_worker_hub_switches_total" in alerts["HubFollowerSwitchFlapping"]["expr"]
+
+
+def test_windows_follow_the_poll_interval(chart):
+    slow = chartkit.render(
+        chart, chartkit.hf(pollInterval="1m", probeTimeout="10s", metrics={"prometheusRule": {"enabled": True}})
+    )
+    _, alerts = rules(slow)
+    expr = alerts["HubFollowerSecondaryHubUnreachable"]["expr"]
+    # Three polls of "recent", six polls of rate window.
+    assert "[360s]" in expr and "< 180" in expr
+
+
+def test_runbook_links_resolve_to_docs_sections(rendered):
+    _, alerts = rules(rendered)
+    headings = {
+        re.sub(r"[^a-z0-9 -]", "", line.lstrip("#").strip().lower()).replace(" ", "-")
+        for line in chartkit.DOCS.read_text().splitlines()
+        if line.startswith("#")
+    }
+    for name, alert in alerts.items():
+        url = alert["annotations"]["runbook_url"]
+        base, _, anchor = url.partition("#")
+        assert base.endswith("docs/helm.md"), url
+        assert anchor == name.lower() and anchor in headings, (name, url)

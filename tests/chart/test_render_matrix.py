@@ -1,0 +1,236 @@
+"""The example chart rendered by real Helm in every restart mode, with the native
+sidecar on and off and the exec wrapper on and off; each result is validated against
+the Kubernetes schema and its pod structure is checked."""
+
+from __future__ import annotations
+
+import itertools
+import posixpath
+
+import kubernetes_validate
+import pytest
+
+import chartkit
+from chartkit import env, mounts
+
+COMBOS = list(itertools.product(chartkit.MODES, (True, False), (True, False)))
+IDS = [f"{m}-{'native' if n else 'regular'}-{'wrapped' if w else 'bare'}" for m, n, w in COMBOS]
+
+PRIMARY_DIR = "/var/run/secrets/kubernetes.io/hub-serviceaccount"
+SECONDARY_DIR = "/var/run/secrets/kubernetes.io/hub-secondary-serviceaccount"
+
+
+@pytest.fixture(params=COMBOS, ids=IDS)
+def combo(request, chart):
+    mode, native, wrapper = request.param
+    rendered = chartkit.render(chart, chartkit.mode_values(mode, native, wrapper))
+    return mode, native, wrapper, rendered
+
+
+def test_every_manifest_is_valid_kubernetes(combo):
+    *_, r = combo
+    kinds = sorted(d["kind"] for d in r.docs)
+    assert kinds == ["Deployment"]
+    for doc in r.docs:
+        chartkit.validate_k8s(doc)
+
+
+def test_regular_sidecar_also_fits_a_cluster_without_native_sidecars(chart):
+    r = chartkit.render(chart, chartkit.mode_values("signal", native=False, wrapper=True))
+    chartkit.validate_k8s(r.deployment, chartkit.PRE_SIDECAR_K8S)
+
+
+def test_native_sidecar_needs_a_cluster_with_native_sidecars(chart):
+    r = chartkit.render(chart, chartkit.mode_values("signal", native=True, wrapper=True))
+    with pytest.raises(kubernetes_validate.ValidationError, match="restartPolicy"):
+        chartkit.validate_k8s(r.deployment, chartkit.PRE_SIDECAR_K8S)
+
+
+def test_sidecar_placement_and_probes(combo):
+    mode, native, wrapper, r = combo
+    sidecar = r.sidecar
+    init_names = [c["name"] for c in r.init_containers]
+    names = [c["name"] for c in r.containers]
+    port = {p["name"]: p["containerPort"] for p in sidecar["ports"]}
+    assert port == {"hub-follower": 8095}
+
+    def probe(p):
+        return (p["httpGet"]["path"], p["httpGet"]["port"])
+
+    assert probe(sidecar["livenessProbe"]) == ("/healthz", "hub-follower")
+    assert probe(sidecar["readinessProbe"]) == ("/readyz", "hub-follower")
+    if native:
+        assert "hub-follower" in init_names and "hub-follower" not in names
+        assert sidecar["restartPolicy"] == "Always"
+        assert probe(sidecar["startupProbe"]) == ("/readyz", "hub-follower")
+        if wrapper:
+            # The installer exits before the sidecar holds the worker back.
+            assert init_names == ["hub-follower-install", "hub-follower"]
+    else:
+        assert names == ["manager", "hub-follower"]
+        assert "restartPolicy" not in sidecar
+        assert "startupProbe" not in sidecar
+        assert init_names == (["hub-follower-install"] if wrapper else [])
+    assert env(sidecar)["HUB_FOLLOWER_LISTEN"] == "0.0.0.0:8095"
+    assert env(sidecar)["HUB_RESTART_MODE"] == mode
+
+
+def test_every_mount_names_a_pod_volume(combo):
+    *_, r = combo
+    for c in r.init_containers + r.containers:
+        for m in c.get("volumeMounts") or []:
+            assert m["name"] in r.volumes, f"{c['name']} mounts unknown volume {m['name']}"
+
+
+def test_handoff_and_credentials_are_shared_at_the_same_paths(combo):
+    *_, r = combo
+    sidecar, worker = r.sidecar, r.worker
+    handoff_dir = env(sidecar)["HUB_HANDOFF_DIR"]
+    assert env(worker)["HUB_HANDOFF_DIR"] == handoff_dir
+
+    handoff = r.volumes[mounts(sidecar)[handoff_dir]["name"]]
+    assert handoff["emptyDir"]["medium"] == "Memory"
+    # The worker writes worker-ack.json into the handoff dir.
+    assert mounts(worker)[handoff_dir]["name"] == handoff["name"]
+    assert not mounts(worker)[handoff_dir].get("readOnly", False)
+
+    # The handoff publishes credential paths: each must resolve in the worker too.
+    for var in ("HUB_TOKEN_FILE", "HUB_CA_FILE", "HUB_SECONDARY_TOKEN_FILE", "HUB_SECONDARY_CA_FILE"):
+        directory = posixpath.dirname(env(sidecar)[var])
+        assert directory in mounts(sidecar), var
+        assert directory in mounts(worker), var
+        assert mounts(sidecar)[directory]["name"] == mounts(worker)[directory]["name"], var
+        assert mounts(sidecar)[directory]["readOnly"] is True
+    assert mounts(sidecar)[PRIMARY_DIR]["name"] == "hub-token"  # the worker's own volume
+
+    secondary = r.volumes[mounts(worker)[SECONDARY_DIR]["name"]]["secret"]
+    assert secondary["secretName"] == "kubeslice-hub-secondary-token"
+    assert {i["key"] for i in secondary["items"]} == {"token", "ca.crt"}
+    assert env(sidecar)["HUB_SECONDARY_HOST_ENDPOINT"] == "https://hub-2.example.com:6443"
+    # primary.endpoint is a template pointing at the worker's own setting.
+    assert env(sidecar)["HUB_HOST_ENDPOINT"] == env(worker)["HUB_HOST_ENDPOINT"]
+    assert env(sidecar)["CLUSTER_NAME"] == env(worker)["CLUSTER_NAME"]
+    assert env(sidecar)["HUB_PROJECT_NAMESPACE"] == env(worker)["HUB_PROJECT_NAMESPACE"]
+
+
+def _assert_hardened(sc: dict, uid: int) -> None:
+    assert sc["runAsNonRoot"] is True
+    assert sc["runAsUser"] == uid
+    assert sc["readOnlyRootFilesystem"] is True
+    assert sc["allowPrivilegeEscalation"] is False
+    assert sc["capabilities"] == {"drop": ["ALL"]}
+    assert sc["seccompProfile"] == {"type": "RuntimeDefault"}
+
+
+def test_security_contexts_hold(combo):
+    mode, _, wrapper, r = combo
+    worker_uid = r.worker["securityContext"]["runAsUser"]
+    _assert_hardened(r.sidecar["securityContext"], worker_uid if mode == "signal" else 65532)
+    if wrapper:
+        _assert_hardened(r.installer["securityContext"], 65532)
+
+
+def test_process_namespace_is_shared_only_in_signal_mode(combo):
+    mode, _, _, r = combo
+    assert r.pod.get("shareProcessNamespace", False) is (mode == "signal")
+    sidecar_env = env(r.sidecar)
+    assert ("HUB_WORKER_PROCESS" in sidecar_env) is (mode == "signal")
+    if mode == "signal":
+        assert sidecar_env["HUB_WORKER_PROCESS"] == "manager"
+
+
+def test_worker_command_is_wrapped_exactly_when_exec_wrapper_is_on(combo):
+    _, _, wrapper, r = combo
+    worker = r.worker
+    assert worker["args"] == ["--leader-elect"]
+    if not wrapper:
+        assert worker["command"] == ["/manager"]
+        assert r.installer is None
+        assert all("emptyDir" not in v or v["emptyDir"].get("medium") == "Memory" for v in r.volumes.values())
+        return
+    binary = worker["command"][0]
+    assert worker["command"][1:] == ["exec", "--wait", "120s", "--", "/manager"]
+    # The installer writes the binary into the volume the worker runs it from.
+    installer = r.installer
+    assert installer["args"] == ["install", binary]
+    bin_dir = posixpath.dirname(binary)
+    assert mounts(installer)[bin_dir]["name"] == mounts(worker)[bin_dir]["name"]
+    assert mounts(worker)[bin_dir]["readOnly"] is True
+    assert "emptyDir" in r.volumes[mounts(worker)[bin_dir]["name"]]
+
+
+def test_worker_liveness_probe_follows_the_mode(combo):
+    mode, _, _, r = combo
+    probe = r.worker["livenessProbe"]
+    if mode == "liveness":
+        assert probe["httpGet"] == {"path": "/worker/livez", "port": 8095}
+    else:
+        assert probe == {"httpGet": {"path": "/healthz", "port": 8081}, "initialDelaySeconds": 15, "periodSeconds": 20}
+    assert r.worker["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": 8081}
+
+
+def test_scrape_annotations_point_at_the_sidecar(combo):
+    *_, r = combo
+    assert r.annotations["prometheus.io/scrape"] == "true"
+    assert r.annotations["prometheus.io/port"] == str(r.sidecar["ports"][0]["containerPort"])
+    assert r.annotations["prometheus.io/path"] == "/metrics"
+
+
+def test_disabled_renders_the_plain_worker(chart):
+    # Disabled needs no secondary hub: the schema asks for one only when enabled.
+    r = chartkit.render(chart, chartkit.hf(enabled=False, secondary={"endpoint": "", "secretName": ""}))
+    chartkit.validate_k8s(r.deployment)
+    assert [c["name"] for c in r.containers] == ["manager"]
+    assert r.init_containers == []
+    assert list(r.volumes) == ["hub-token"]
+    assert r.worker["command"] == ["/manager"]
+    assert "HUB_HANDOFF_DIR" not in env(r.worker)
+    assert "shareProcessNamespace" not in r.pod
+    assert not any(k.startswith("prometheus.io/") for k in r.annotations)
+    assert "hub-follower" not in r.notes
+
+
+def test_notes_warn_when_nothing_holds_the_worker_back(chart):
+    bare = chartkit.render(chart, chartkit.mode_values("signal", native=False, wrapper=False))
+    assert "must itself wait" in bare.notes
+    for native, wrapper in ((True, False), (False, True), (True, True)):
+        r = chartkit.render(chart, chartkit.mode_values("signal", native, wrapper))
+        assert "must itself wait" not in r.notes
+
+
+def test_image_digest_pins_both_containers(chart):
+    digest = "sha256:" + "ab" * 32
+    r = chartkit.render(chart, chartkit.hf(image={"digest": digest, "tag": "0.2.0"}))
+    expected = f"ghcr.io/kubeslice/hub-follower:0.2.0@{digest}"
+    assert r.sidecar["image"] == expected
+    assert r.installer["image"] == expected
+
+
+def test_settings_reach_the_sidecar_env(chart):
+    r = chartkit.render(
+        chart,
+        chartkit.hf(
+            pollInterval="15s",
+            probeTimeout="4s",
+            confirmations=5,
+            logFormat="text",
+            port=9095,
+            restart={"killAfter": "45s", "jitter": "1s", "cooldown": "2m", "verifyTimeout": "10m"},
+            secondary={"tlsServerName": "hub-2.internal"},
+            extraEnv=[{"name": "EXTRA", "value": "1"}],
+        ),
+    )
+    e = env(r.sidecar)
+    assert e["HUB_POLL_INTERVAL"] == "15s"
+    assert e["HUB_PROBE_TIMEOUT"] == "4s"
+    assert e["HUB_SWITCH_CONFIRMATIONS"] == "5"
+    assert e["HUB_FOLLOWER_LOG_FORMAT"] == "text"
+    assert e["HUB_FOLLOWER_LISTEN"] == "0.0.0.0:9095"
+    assert e["HUB_KILL_AFTER"] == "45s"
+    assert e["HUB_RESTART_JITTER"] == "1s"
+    assert e["HUB_RESTART_COOLDOWN"] == "2m"
+    assert e["HUB_RESTART_VERIFY_TIMEOUT"] == "10m"
+    assert e["HUB_SECONDARY_TLS_SERVER_NAME"] == "hub-2.internal"
+    assert e["EXTRA"] == "1"
+    assert r.annotations["prometheus.io/port"] == "9095"
+    chartkit.validate_k8s(r.deployment)

@@ -1,0 +1,57 @@
+"""Who the sidecar runs as, and the one capability it may get."""
+
+from __future__ import annotations
+
+import pytest
+
+import chartkit
+
+
+def sc(chart, **values):
+    r = chartkit.render(chart, chartkit.hf(**values))
+    chartkit.validate_k8s(r.deployment)
+    return r, r.sidecar["securityContext"]
+
+
+def test_signal_mode_runs_as_the_configured_worker_uid_without_capabilities(chart):
+    r, ctx = sc(chart, restart={"mode": "signal", "workerUID": 1001})
+    assert ctx["runAsUser"] == 1001
+    assert ctx["runAsNonRoot"] is True
+    # Same-UID processes may signal each other: nothing to add.
+    assert ctx["capabilities"] == {"drop": ["ALL"]}
+    assert r.pod["shareProcessNamespace"] is True
+
+
+def test_signal_mode_as_root_adds_only_kill(chart):
+    _, ctx = sc(chart, restart={"mode": "signal", "workerUID": 65532}, securityContext={"runAsUser": 0})
+    assert ctx["runAsUser"] == 0
+    assert ctx["runAsNonRoot"] is False
+    assert ctx["capabilities"] == {"drop": ["ALL"], "add": ["KILL"]}
+    assert ctx["allowPrivilegeEscalation"] is False
+    assert ctx["readOnlyRootFilesystem"] is True
+
+
+def test_root_worker_is_followed_by_uid_not_by_capability(chart):
+    _, ctx = sc(chart, restart={"mode": "signal", "workerUID": 0})
+    assert ctx["runAsUser"] == 0
+    assert ctx["capabilities"] == {"drop": ["ALL"]}
+
+
+@pytest.mark.parametrize("mode", ["liveness", "none"])
+def test_other_modes_never_get_kill_nor_the_worker_uid(chart, mode):
+    r, ctx = sc(chart, restart={"mode": mode, "workerUID": 1001})
+    assert ctx["runAsUser"] == 65532
+    assert ctx["capabilities"] == {"drop": ["ALL"]}
+    assert "shareProcessNamespace" not in r.pod
+
+
+def test_explicit_sidecar_uid_is_honoured_outside_signal_mode(chart):
+    _, ctx = sc(chart, restart={"mode": "liveness"}, securityContext={"runAsUser": 2000, "runAsGroup": 2000})
+    assert (ctx["runAsUser"], ctx["runAsGroup"]) == (2000, 2000)
+
+
+def test_installer_never_runs_as_root(chart):
+    r, _ = sc(chart, restart={"mode": "signal", "workerUID": 0})
+    ictx = r.installer["securityContext"]
+    assert ictx["runAsUser"] != 0 and ictx["runAsNonRoot"] is True
+    assert ictx["capabilities"] == {"drop": ["ALL"]}
