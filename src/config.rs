@@ -24,8 +24,31 @@ pub enum Command {
     /// Probe every hub once, print what each says and the decision that would be taken.
     /// Exits 0 when some hub answered, 1 when none did.
     Check {
-        #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+        #[arg(long, env = "HUB_OUTPUT", value_enum, default_value_t = OutputFormat::Text)]
         output: OutputFormat,
+    },
+    /// Wrap the worker: wait for a published decision, export it as HUB_HOST_ENDPOINT,
+    /// HUB_TOKEN_FILE and HUB_CA_FILE, acknowledge it, then exec the command.
+    Exec {
+        /// How long to wait for the first decision before giving up (exit 1).
+        #[arg(long, env = "HUB_WAIT", default_value = "120s")]
+        wait: String,
+        /// Also export KUBECONFIG pointing at the handoff's kubeconfig.
+        #[arg(long, env = "HUB_KUBECONFIG")]
+        kubeconfig: bool,
+        /// The worker's command and arguments.
+        #[arg(
+            trailing_var_arg = true,
+            allow_hyphen_values = true,
+            required = true,
+            value_name = "CMD"
+        )]
+        command: Vec<std::ffi::OsString>,
+    },
+    /// Copy this binary to DEST (atomically, mode 0755), for an init container.
+    Install {
+        #[arg(value_name = "DEST")]
+        dest: PathBuf,
     },
 }
 
@@ -119,6 +142,132 @@ pub struct Settings {
     pub listen: String,
     #[arg(long, env = "HUB_FOLLOWER_LOG_FORMAT", global = true, value_enum, default_value_t = LogFormat::Json)]
     pub log_format: LogFormat,
+    /// How the worker is restarted after a confirmed switch: signal, liveness or none.
+    #[arg(long, env = "HUB_RESTART_MODE", global = true, value_enum, default_value_t = RestartMode::Liveness)]
+    pub restart_mode: RestartMode,
+    /// Base name of the worker's executable (signal mode).
+    #[arg(
+        long,
+        env = "HUB_WORKER_PROCESS",
+        global = true,
+        default_value = "manager"
+    )]
+    pub worker_process: String,
+    /// Signal that asks the worker to exit (signal mode).
+    #[arg(
+        long,
+        env = "HUB_RESTART_SIGNAL",
+        global = true,
+        default_value = "SIGTERM"
+    )]
+    pub restart_signal: String,
+    /// Time the worker has to exit before it gets SIGKILL (signal mode).
+    #[arg(long, env = "HUB_KILL_AFTER", global = true, default_value = "30s")]
+    pub kill_after: String,
+    /// Time allowed for a new worker process to appear after the signal (signal mode).
+    #[arg(
+        long,
+        env = "HUB_RESTART_VERIFY_TIMEOUT",
+        global = true,
+        default_value = "5m"
+    )]
+    pub restart_verify_timeout: String,
+    /// Longest time /worker/livez fails after a switch without the worker's acknowledgement.
+    #[arg(
+        long,
+        env = "HUB_LIVENESS_FAIL_FOR",
+        global = true,
+        default_value = "90s"
+    )]
+    pub liveness_fail_for: String,
+    /// Upper bound of the random delay before acting on a switch.
+    #[arg(long, env = "HUB_RESTART_JITTER", global = true, default_value = "5s")]
+    pub restart_jitter: String,
+    /// At most one restart per this window; switches inside it are coalesced.
+    #[arg(
+        long,
+        env = "HUB_RESTART_COOLDOWN",
+        global = true,
+        default_value = "60s"
+    )]
+    pub restart_cooldown: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RestartMode {
+    /// Signal the worker's processes through a shared PID namespace.
+    Signal,
+    /// Fail /worker/livez so that kubelet restarts the worker.
+    Liveness,
+    /// Observe only: log and count what would be done.
+    None,
+}
+
+impl RestartMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RestartMode::Signal => "signal",
+            RestartMode::Liveness => "liveness",
+            RestartMode::None => "none",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct RestartConfig {
+    pub mode: RestartMode,
+    pub worker_process: String,
+    pub signal: rustix::process::Signal,
+    pub signal_name: String,
+    pub kill_after: Duration,
+    pub verify_timeout: Duration,
+    pub liveness_fail_for: Duration,
+    pub jitter: Duration,
+    pub cooldown: Duration,
+}
+
+impl RestartConfig {
+    pub fn from_settings(s: &Settings) -> Result<Self, ConfigError> {
+        let worker_process = s.worker_process.trim();
+        if worker_process.is_empty() || worker_process.contains('/') {
+            return Err(invalid(
+                "--worker-process",
+                "HUB_WORKER_PROCESS",
+                format!("expected the base name of the worker's executable such as manager, got {worker_process:?}"),
+            ));
+        }
+        let signal = crate::restart::process::parse_signal(&s.restart_signal).ok_or_else(|| {
+            invalid(
+                "--restart-signal",
+                "HUB_RESTART_SIGNAL",
+                format!("expected one of SIGTERM, SIGINT, SIGQUIT, SIGHUP, SIGUSR1, SIGUSR2, SIGKILL; got {:?}", s.restart_signal),
+            )
+        })?;
+        Ok(Self {
+            mode: s.restart_mode,
+            worker_process: worker_process.to_string(),
+            signal,
+            signal_name: s.restart_signal.trim().to_ascii_uppercase(),
+            kill_after: duration(&s.kill_after, "--kill-after", "HUB_KILL_AFTER")?,
+            verify_timeout: duration(
+                &s.restart_verify_timeout,
+                "--restart-verify-timeout",
+                "HUB_RESTART_VERIFY_TIMEOUT",
+            )?,
+            liveness_fail_for: duration(
+                &s.liveness_fail_for,
+                "--liveness-fail-for",
+                "HUB_LIVENESS_FAIL_FOR",
+            )?,
+            jitter: duration_or_zero(&s.restart_jitter, "--restart-jitter", "HUB_RESTART_JITTER")?,
+            cooldown: duration_or_zero(
+                &s.restart_cooldown,
+                "--restart-cooldown",
+                "HUB_RESTART_COOLDOWN",
+            )?,
+        })
+    }
 }
 
 /// One configured hub.
@@ -145,6 +294,7 @@ pub struct Config {
     pub handoff_dir: PathBuf,
     pub listen: SocketAddr,
     pub log_format: LogFormat,
+    pub restart: RestartConfig,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -269,6 +419,7 @@ impl Config {
             handoff_dir: s.handoff_dir.clone(),
             listen,
             log_format: s.log_format,
+            restart: RestartConfig::from_settings(s)?,
         })
     }
 
@@ -335,6 +486,25 @@ fn duration(raw: &str, flag: &'static str, env: &'static str) -> Result<Duration
             format!("expected a duration such as 10s or 1m30s, got {raw:?} ({e})"),
         )),
     }
+}
+
+/// `--wait` of `exec`.
+pub fn exec_wait(raw: &str) -> Result<Duration, ConfigError> {
+    duration(raw, "--wait", "HUB_WAIT")
+}
+
+fn duration_or_zero(
+    raw: &str,
+    flag: &'static str,
+    env: &'static str,
+) -> Result<Duration, ConfigError> {
+    humantime::parse_duration(raw.trim()).map_err(|e| {
+        invalid(
+            flag,
+            env,
+            format!("expected a duration such as 5s or 0s, got {raw:?} ({e})"),
+        )
+    })
 }
 
 fn dns1123_label(s: &str) -> Result<(), String> {
@@ -407,6 +577,14 @@ mod tests {
         assert_eq!(c.listen, "0.0.0.0:8095".parse().unwrap());
         assert_eq!(c.handoff_dir, PathBuf::from("/var/run/hub-follower"));
         assert_eq!(c.log_format, LogFormat::Json);
+        assert_eq!(c.restart.mode, RestartMode::Liveness);
+        assert_eq!(c.restart.worker_process, "manager");
+        assert_eq!(c.restart.signal, rustix::process::Signal::TERM);
+        assert_eq!(c.restart.kill_after, Duration::from_secs(30));
+        assert_eq!(c.restart.verify_timeout, Duration::from_secs(300));
+        assert_eq!(c.restart.liveness_fail_for, Duration::from_secs(90));
+        assert_eq!(c.restart.jitter, Duration::from_secs(5));
+        assert_eq!(c.restart.cooldown, Duration::from_secs(60));
         assert!(!c.single_hub());
     }
 

@@ -24,6 +24,7 @@ use crate::verdict::HubId;
 pub const JSON_FILE: &str = "active-hub.json";
 pub const ENV_FILE: &str = "active-hub.env";
 pub const KUBECONFIG_FILE: &str = "kubeconfig";
+pub const ACK_FILE: &str = "worker-ack.json";
 const DATA_LINK: &str = "..data";
 const FILES: [&str; 3] = [JSON_FILE, ENV_FILE, KUBECONFIG_FILE];
 
@@ -134,6 +135,33 @@ impl Handoff {
 
 fn sh_quote(value: &str) -> String {
     format!("'{}'", value.replace('\'', r"'\''"))
+}
+
+/// `worker-ack.json`: written by `hub-follower exec` just before it becomes the worker, so the
+/// sidecar knows which decision the running worker started on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Ack {
+    pub generation: u64,
+    pub pid: u32,
+    /// RFC 3339.
+    pub started_at: String,
+    #[serde(default)]
+    pub hub: Option<HubId>,
+}
+
+/// Writes the acknowledgement in one rename, so the sidecar never reads half of one.
+pub fn write_ack(dir: &Path, ack: &Ack) -> io::Result<()> {
+    // Not named like a version folder or a temporary link: `prune` must leave it alone.
+    let tmp = dir.join(format!(".worker-ack.{}.partial", std::process::id()));
+    let json = serde_json::to_vec_pretty(ack).map_err(io::Error::other)?;
+    write_synced(&tmp, &json)?;
+    fs::rename(&tmp, dir.join(ACK_FILE))
+}
+
+/// The worker's acknowledgement, if there is a readable one.
+pub fn read_ack(dir: &Path) -> Option<Ack> {
+    serde_json::from_slice(&fs::read(dir.join(ACK_FILE)).ok()?).ok()
 }
 
 /// The decision currently published in `dir`, if any.

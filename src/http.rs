@@ -19,6 +19,7 @@ use tokio::net::TcpListener;
 use tokio::sync::{watch, Semaphore};
 
 use crate::metrics::Metrics;
+use crate::restart::SharedView;
 use crate::state::Shared;
 
 const MAX_CONNECTIONS: usize = 64;
@@ -29,6 +30,7 @@ const MAX_HEADER_BYTES: usize = 16 * 1024;
 pub struct Handlers {
     pub shared: Arc<Shared>,
     pub metrics: Metrics,
+    pub restart: SharedView,
 }
 
 impl Handlers {
@@ -53,12 +55,36 @@ impl Handlers {
                 "no decision published yet\n",
             ),
             "/metrics" => body("text/plain; version=0.0.4", self.metrics.render()),
-            "/status" => body(
-                "application/json",
-                serde_json::to_vec_pretty(&self.shared.status()).unwrap_or_default(),
-            ),
+            "/status" => {
+                let mut status = self.shared.status();
+                status.restart = Some(self.restart_view());
+                body(
+                    "application/json",
+                    serde_json::to_vec_pretty(&status).unwrap_or_default(),
+                )
+            }
+            "/worker/livez" => {
+                let view = self.restart_view();
+                match view.gate(tokio::time::Instant::now()) {
+                    Some(reason) => {
+                        let mut r = body("text/plain", format!("{reason}\n").into_bytes());
+                        *r.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
+                        r
+                    }
+                    None => text(StatusCode::OK, "ok\n"),
+                }
+            }
             _ => text(StatusCode::NOT_FOUND, "not found\n"),
         }
+    }
+}
+
+impl Handlers {
+    fn restart_view(&self) -> crate::restart::RestartView {
+        self.restart
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 }
 

@@ -8,12 +8,14 @@
 pub mod check;
 pub mod claim;
 pub mod config;
+pub mod exec;
 pub mod follower;
 pub mod handoff;
 pub mod http;
 pub mod hub;
 pub mod metrics;
 pub mod resolver;
+pub mod restart;
 pub mod state;
 pub mod verdict;
 
@@ -39,7 +41,7 @@ pub enum RunError {
 pub async fn run(config: Config, shutdown: watch::Receiver<bool>) -> Result<(), RunError> {
     let config = Arc::new(config);
     let hub_ids: Vec<_> = config.hubs.iter().map(|h| h.id).collect();
-    let metrics = metrics::Metrics::new(&hub_ids)?;
+    let metrics = metrics::Metrics::new(&hub_ids, config.restart.mode.as_str())?;
     let mode = if config.single_hub() {
         Mode::SingleHub
     } else {
@@ -61,13 +63,27 @@ pub async fn run(config: Config, shutdown: watch::Receiver<bool>) -> Result<(), 
         handoff_dir = %config.handoff_dir.display(),
         "hub-follower starting"
     );
+    let restart_view = Arc::new(std::sync::Mutex::new(restart::RestartView::new(
+        config.restart.mode,
+        config.restart.liveness_fail_for,
+    )));
     let handlers = http::Handlers {
         shared: shared.clone(),
         metrics: metrics.clone(),
+        restart: restart_view.clone(),
     };
     let server = tokio::spawn(http::serve(listener, handlers, shutdown.clone()));
+    let restarter = restart::Restarter::new(
+        config.restart.clone(),
+        config.handoff_dir.clone(),
+        metrics.clone(),
+        restart_view,
+    );
+    // Subscribed before the first publish, so the restart side sees every decision's reason.
+    let restarts = tokio::spawn(restarter.run(shared.subscribe(), shutdown.clone()));
     let follower = follower::Follower::new(config, metrics, shared);
     follower.run(shutdown).await;
+    restarts.abort();
     // The server saw the same shutdown; give it a moment to close its listener.
     let _ = tokio::time::timeout(std::time::Duration::from_millis(500), server).await;
     Ok(())

@@ -13,6 +13,40 @@ const DEFAULT_FILTER: &str = "info,kube_client=off,kube=off,hyper_util=off,rustl
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // The worker-side commands need no hub configuration.
+    match &cli.command {
+        Some(Command::Install { dest }) => {
+            return match hub_follower::exec::install(dest) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!(
+                        "hub-follower install: cannot install into {}: {e}",
+                        dest.display()
+                    );
+                    ExitCode::FAILURE
+                }
+            };
+        }
+        Some(Command::Exec {
+            wait,
+            kubeconfig,
+            command,
+        }) => {
+            let wait = match hub_follower::config::exec_wait(wait) {
+                Ok(w) => w,
+                Err(e) => return usage_error(&e.to_string()),
+            };
+            let err =
+                hub_follower::exec::exec(&cli.settings.handoff_dir, wait, *kubeconfig, command);
+            eprintln!("hub-follower exec: {err}");
+            return match err {
+                hub_follower::exec::ExecError::Exec { .. } => ExitCode::from(127),
+                hub_follower::exec::ExecError::NoCommand => ExitCode::from(2),
+                hub_follower::exec::ExecError::NothingPublished { .. } => ExitCode::FAILURE,
+            };
+        }
+        _ => {}
+    }
     let config = match Config::from_settings(&cli.settings) {
         Ok(c) => c,
         Err(e) => return usage_error(&e.to_string()),
@@ -44,6 +78,7 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         }),
+        Some(Command::Exec { .. } | Command::Install { .. }) => ExitCode::FAILURE,
         None => runtime.block_on(async {
             let (tx, rx) = watch::channel(false);
             tokio::spawn(async move {

@@ -19,10 +19,12 @@ pub struct Metrics {
     pub pending_confirmations: IntGauge,
     pub last_success: GaugeVec,
     pub handoff_write_errors: IntCounter,
+    pub worker_restarts: IntCounterVec,
+    pub worker_on_current: IntGauge,
 }
 
 impl Metrics {
-    pub fn new(hubs: &[HubId]) -> Result<Self, prometheus::Error> {
+    pub fn new(hubs: &[HubId], restart_mode: &str) -> Result<Self, prometheus::Error> {
         let registry = Registry::new();
         let switches = IntCounter::new(
             "kubeslice_worker_hub_switches_total",
@@ -74,6 +76,18 @@ impl Metrics {
             "kubeslice_worker_hub_handoff_write_errors_total",
             "Failed attempts to publish a decision into the handoff directory.",
         )?;
+        let worker_restarts = IntCounterVec::new(
+            Opts::new(
+                "kubeslice_worker_hub_worker_restarts_total",
+                "Actions taken to move the worker onto a switch, by restart mode and outcome.",
+            ),
+            &["mode", "outcome"],
+        )?;
+        let worker_on_current = IntGauge::new(
+            "kubeslice_worker_hub_worker_on_current_decision",
+            "1 when the worker is known to run on the published decision, 0 while it is owed a restart or unverified.",
+        )?;
+        worker_on_current.set(1);
         let build_info = IntGaugeVec::new(
             Opts::new("hub_follower_build_info", "The running hub-follower build."),
             &["version"],
@@ -90,7 +104,12 @@ impl Metrics {
         registry.register(Box::new(pending_confirmations.clone()))?;
         registry.register(Box::new(last_success.clone()))?;
         registry.register(Box::new(handoff_write_errors.clone()))?;
+        registry.register(Box::new(worker_restarts.clone()))?;
+        registry.register(Box::new(worker_on_current.clone()))?;
         registry.register(Box::new(build_info))?;
+        for outcome in crate::restart::Outcome::ALL {
+            worker_restarts.with_label_values(&[restart_mode, outcome.as_str()]);
+        }
 
         // Every series exists from the start, so that `increase()` and absence alerts work
         // before the first error.
@@ -114,6 +133,8 @@ impl Metrics {
             pending_confirmations,
             last_success,
             handoff_write_errors,
+            worker_restarts,
+            worker_on_current,
         })
     }
 

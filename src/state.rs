@@ -84,6 +84,9 @@ pub struct Status {
     pub last_round_at: Option<String>,
     /// How long the last round took, probes included: at most the probe timeout plus a little.
     pub last_round_ms: Option<f64>,
+    /// Filled in by the `/status` handler.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub restart: Option<crate::restart::RestartView>,
 }
 
 pub struct Shared {
@@ -106,6 +109,7 @@ impl Shared {
                 confirmations_required: confirmations,
                 last_round_at: None,
                 last_round_ms: None,
+                restart: None,
             }),
             last_round: Mutex::new(Instant::now()),
             published: watch::channel(None).0,

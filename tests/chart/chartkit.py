@@ -35,13 +35,16 @@ NAMESPACE = "kubeslice-system"
 MODES = ("signal", "liveness", "none")
 
 
-def prepare_charts(workdir: Path) -> Path:
+def prepare_charts(workdir: Path, *, without_schema: bool = False) -> Path:
     """Copy both charts side by side into workdir and build the example's charts/.
 
-    Returns the example chart's directory in workdir.
+    without_schema drops the library's values.schema.json first, which renders as
+    `--skip-schema-validation` would. Returns the example chart's directory.
     """
     ignore = shutil.ignore_patterns("charts", "Chart.lock")
     shutil.copytree(LIBRARY, workdir / LIBRARY.name, ignore=ignore)
+    if without_schema:
+        (workdir / LIBRARY.name / "values.schema.json").unlink()
     example = workdir / EXAMPLE.name
     shutil.copytree(EXAMPLE, example, ignore=ignore)
     # Resolves file://../hub-follower into charts/hub-follower-0.1.0.tgz and writes

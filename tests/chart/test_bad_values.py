@@ -42,6 +42,9 @@ SCHEMA_CASES = [
     ("worker-process-path", hf(restart={"workerProcess": "/manager"}), "/restart/workerProcess", "pattern"),
     ("worker-uid-negative", hf(restart={"workerUID": -1}), "/restart/workerUID", "minimum"),
     ("run-as-user-string", hf(securityContext={"runAsUser": "root"}), "/securityContext/runAsUser", "want"),
+    ("signal-name", hf(restart={"signal": "TERM"}), "/restart/signal", "'SIGTERM'"),
+    ("tls-server-name", hf(secondary={"tlsServerName": "https://hub-2"}), "/secondary/tlsServerName", "pattern"),
+    ("endpoint-from-shape", hf(primary={"endpointFrom": {"secretKeyRef": {"name": "kubeslice-hub"}}}), "/primary/endpointFrom/secretKeyRef", "missing property 'key'"),
     ("threshold-zero", hf(restart={"livenessFailureThreshold": 0}), "/restart/livenessFailureThreshold", "minimum"),
     ("unknown-key", hf(restart={"mod": "signal"}), "/restart", "'mod' not allowed"),
     ("unknown-top-key", hf(pollIntervall="10s"), "hubFollower", "'pollIntervall' not allowed"),
@@ -70,7 +73,11 @@ def test_the_same_schema_check_runs_without_rendering(chart):
 
 TEMPLATE_CASES = [
     ("probe-not-shorter", hf(pollInterval="5s", probeTimeout="5s"), "hubFollower.probeTimeout", "shorter than hubFollower.pollInterval"),
-    ("probe-zero", hf(probeTimeout="0s"), "hubFollower.probeTimeout", "greater than zero"),
+    ("probe-zero", hf(probeTimeout="0s"), "hubFollower.probeTimeout", "longer than zero"),
+    ("kill-after-zero", hf(restart={"killAfter": "0ms"}), "hubFollower.restart.killAfter", "longer than zero"),
+    ("cluster-missing", hf(clusterName=""), "hubFollower.clusterName", "DNS-1123 subdomain"),
+    ("cluster-uppercase", hf(clusterName="Worker_1"), "hubFollower.clusterName", "DNS-1123 subdomain"),
+    ("namespace-missing", hf(projectNamespace="{{ .Values.nope }}"), "hubFollower.projectNamespace", "DNS-1123 label"),
     ("port-clash", hf(port=8081), "hubFollower.port", "already used by the worker"),
     ("primary-missing", hf(primary={"endpoint": ""}), "hubFollower.primary.endpoint", "https://"),
     ("primary-template-empty", hf(primary={"endpoint": "{{ .Values.nope }}"}), "hubFollower.primary.endpoint", "https://"),
@@ -89,12 +96,23 @@ def test_template_rejects_inconsistent_values_naming_the_field(chart, values, fi
     assert reason in message, message
 
 
-def test_durations_are_checked_even_when_schema_validation_is_skipped(chart, example_dir):
-    # `helm install --skip-schema-validation` still refuses a duration the binary
-    # and the template would read differently.
-    report = helm.lint(example_dir, hf(pollInterval="10 sec"), skip_schema_validation=True)
-    errors = "\n".join(report["errors"])
-    assert "hubFollower.pollInterval" in errors and "is not a duration" in errors, report
+@pytest.mark.parametrize(
+    "values,field",
+    [
+        (hf(pollInterval="10 sec"), "hubFollower.pollInterval"),
+        (hf(restart={"killAfter": "1.5m"}), "hubFollower.restart.killAfter"),
+        (hf(exec={"wait": "2 minutes"}), "hubFollower.exec.wait"),
+        (hf(restart={"mode": "liveness", "livenessFailFor": "90"}), "hubFollower.restart.livenessFailFor"),
+    ],
+)
+def test_durations_are_checked_even_when_schema_validation_is_skipped(tmp_path, values, field):
+    # `helm install --skip-schema-validation` still refuses a duration that the
+    # binary (humantime) and the template could read differently.
+    example = chartkit.prepare_charts(tmp_path, without_schema=True)
+    with helm.Chart.load(example) as unchecked:
+        assert unchecked.schema is None
+        message = chartkit.render_error(unchecked, values)
+    assert field in message and "is not a duration" in message, message
 
 
 def test_dependency_without_the_alias_is_refused(tmp_path):

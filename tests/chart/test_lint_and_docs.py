@@ -35,11 +35,20 @@ def test_lint_reports_a_bad_value(example_dir):
     assert any("/restart/mode" in e for e in report["errors"]), report
 
 
-def test_example_resolves_the_library_through_the_alias(chart):
-    (dep,) = chart.dependencies
-    assert (dep["name"], dep["type"]) == ("hubFollower", "library")
-    assert chart.metadata["dependencies"][0]["repository"] == "file://../hub-follower"
-    assert chart.values["hubFollower"]["enabled"] is True
+def test_example_resolves_the_library_through_the_alias(example_dir):
+    assert helm.dependency_list(example_dir) == [
+        {"name": "hub-follower", "version": "0.1.0", "repository": "file://../hub-follower", "status": "ok"}
+    ]
+    with helm.Chart.load(example_dir) as fresh:
+        (dep,) = fresh.dependencies
+        assert (dep["name"], dep["type"]) == ("hub-follower", "library")
+        assert fresh.metadata["dependencies"][0]["alias"] == "hubFollower"
+        # At render time the library's defaults land under the alias, merged with
+        # the example's own hubFollower values.
+        rendered = chartkit.render(fresh)
+        sidecar_env = chartkit.env(rendered.sidecar)
+        assert sidecar_env["HUB_POLL_INTERVAL"] == "10s"  # library default
+        assert sidecar_env["HUB_SECONDARY_HOST_ENDPOINT"] == "https://hub-2.example.com:6443"  # example
 
 
 def test_library_defaults_are_valid_and_consistent():

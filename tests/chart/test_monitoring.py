@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 import jsonschema
+import promql_parser
 import pytest
 
 import chartkit
@@ -135,21 +136,42 @@ def test_the_four_alerts_are_there(rendered):
         assert alert["annotations"]["summary"]
 
 
-def test_alerts_use_only_exported_metrics_and_labels(rendered):
+def selectors(expr: str) -> list[tuple[str, dict[str, tuple[str, str]]]]:
+    """Parse a PromQL expression (raises ValueError when it is not valid PromQL) and
+    return its vector selectors as (metric, {label: (op, value)})."""
+    found = []
+
+    def visit(node):
+        if isinstance(node, promql_parser.VectorSelector):
+            matchers = {m.name: (str(m.op).rpartition(".")[2], m.value) for m in node.matchers.matchers}
+            found.append((node.name, matchers))
+
+    promql_parser.walk(promql_parser.parse(expr), visit)
+    return found
+
+
+def test_alerts_are_valid_promql_on_exported_metrics_and_labels(rendered):
     _, alerts = rules(rendered)
     for name, alert in alerts.items():
-        expr = alert["expr"]
-        used = set(re.findall(r"\b(?:kubeslice_worker_hub|hub_follower)_[a-z_]+", expr))
+        used = selectors(alert["expr"])
         assert used, name
-        assert used <= METRICS, (name, used - METRICS)
-        for value in re.findall(r'hub="([^"]*)"', expr):
-            assert value in {"primary", "secondary"}, name
-        for alternatives in re.findall(r'outcome=~"([^"]*)"', expr):
-            assert set(alternatives.split("|")) <= RESTART_OUTCOMES, name
-        assert expr.count("(") == expr.count(")"), name
-    assert 'hub="secondary"' in alerts["HubFollowerSecondaryHubUnreachable"]["expr"]
-    assert "unverified" in alerts["HubFollowerWorkerRestartUnverified"]["expr"]
-    assert "kubeslice_worker_hub_switches_total" in alerts["HubFollowerSwitchFlapping"]["expr"]
+        for metric, matchers in used:
+            assert metric in METRICS, (name, metric)
+            if "hub" in matchers:
+                assert matchers["hub"] in {("Equal", "primary"), ("Equal", "secondary")}, name
+            if "outcome" in matchers:
+                op, value = matchers["outcome"]
+                assert op == "Re" and set(value.split("|")) <= RESTART_OUTCOMES, name
+    secondary = selectors(alerts["HubFollowerSecondaryHubUnreachable"]["expr"])
+    assert all(m.get("hub") == ("Equal", "secondary") for _, m in secondary)
+    (restarts,) = selectors(alerts["HubFollowerWorkerRestartUnverified"]["expr"])
+    assert "unverified" in restarts[1]["outcome"][1].split("|")
+    assert [m for m, _ in selectors(alerts["HubFollowerSwitchFlapping"]["expr"])] == ["kubeslice_worker_hub_switches_total"]
+
+
+def test_promql_check_catches_a_broken_expression():
+    with pytest.raises(ValueError):
+        selectors("sum(rate(kubeslice_worker_hub_switches_total[1h])")
 
 
 def test_windows_follow_the_poll_interval(chart):
@@ -160,6 +182,7 @@ def test_windows_follow_the_poll_interval(chart):
     expr = alerts["HubFollowerSecondaryHubUnreachable"]["expr"]
     # Three polls of "recent", six polls of rate window.
     assert "[360s]" in expr and "< 180" in expr
+    selectors(expr)
 
 
 def test_runbook_links_resolve_to_docs_sections(rendered):

@@ -101,6 +101,7 @@ def test_handoff_and_credentials_are_shared_at_the_same_paths(combo):
         assert directory in mounts(worker), var
         assert mounts(sidecar)[directory]["name"] == mounts(worker)[directory]["name"], var
         assert mounts(sidecar)[directory]["readOnly"] is True
+        assert mounts(worker)[directory]["readOnly"] is True
     assert mounts(sidecar)[PRIMARY_DIR]["name"] == "hub-token"  # the worker's own volume
 
     secondary = r.volumes[mounts(worker)[SECONDARY_DIR]["name"]]["secret"]
@@ -231,6 +232,28 @@ def test_settings_reach_the_sidecar_env(chart):
     assert e["HUB_RESTART_COOLDOWN"] == "2m"
     assert e["HUB_RESTART_VERIFY_TIMEOUT"] == "10m"
     assert e["HUB_SECONDARY_TLS_SERVER_NAME"] == "hub-2.internal"
+    assert e["HUB_RESTART_SIGNAL"] == "SIGTERM"
     assert e["EXTRA"] == "1"
     assert r.annotations["prometheus.io/port"] == "9095"
     chartkit.validate_k8s(r.deployment)
+
+
+def test_endpoint_and_namespace_can_come_from_the_hub_secret(chart):
+    # The kubeslice-worker chart keeps both in its `kubeslice-hub` Secret.
+    endpoint_ref = {"secretKeyRef": {"name": "kubeslice-hub", "key": "endpoint"}}
+    namespace_ref = {"secretKeyRef": {"name": "kubeslice-hub", "key": "namespace"}}
+    r = chartkit.render(
+        chart,
+        chartkit.hf(primary={"endpoint": "", "endpointFrom": endpoint_ref}, projectNamespaceFrom=namespace_ref),
+    )
+    chartkit.validate_k8s(r.deployment)
+    by_name = {e["name"]: e for e in r.sidecar["env"]}
+    assert by_name["HUB_HOST_ENDPOINT"] == {"name": "HUB_HOST_ENDPOINT", "valueFrom": endpoint_ref}
+    assert by_name["HUB_PROJECT_NAMESPACE"] == {"name": "HUB_PROJECT_NAMESPACE", "valueFrom": namespace_ref}
+
+
+def test_restart_signal_is_passed_in_signal_mode_only(chart):
+    r = chartkit.render(chart, chartkit.hf(restart={"mode": "signal", "signal": "SIGINT"}))
+    assert env(r.sidecar)["HUB_RESTART_SIGNAL"] == "SIGINT"
+    r = chartkit.render(chart, chartkit.hf(restart={"mode": "liveness", "signal": "SIGINT"}))
+    assert "HUB_RESTART_SIGNAL" not in env(r.sidecar)

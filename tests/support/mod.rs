@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod fake_hub;
+pub mod worker;
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener as StdListener, TcpStream};
@@ -222,4 +223,12 @@ pub fn metric_value(text: &str, name_and_labels: &str) -> Option<f64> {
             .parse()
             .ok()
     })
+}
+
+/// The sum of every sample of a metric, whatever its labels.
+pub fn metric_sum(text: &str, name: &str) -> f64 {
+    text.lines()
+        .filter(|l| l.starts_with(name) && l[name.len()..].starts_with(['{', ' ']))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
 }

@@ -140,25 +140,40 @@ names the field.
 */}}
 {{- define "hub-follower.validate" -}}
 {{- $hf := .Values.hubFollower -}}
+{{- if not $hf.primary.endpointFrom -}}
 {{- $primary := tpl (toString $hf.primary.endpoint) . -}}
 {{- if not (regexMatch "^https://[^\\s]+$" $primary) -}}
-{{- fail (printf "hubFollower.primary.endpoint: %q must be the worker's hub URL (https://...)" $primary) -}}
+{{- fail (printf "hubFollower.primary.endpoint: %q must be the worker's hub URL (https://...), or set hubFollower.primary.endpointFrom" $primary) -}}
 {{- end -}}
 {{- if eq (trimSuffix "/" $primary) (trimSuffix "/" $hf.secondary.endpoint) -}}
 {{- fail (printf "hubFollower.secondary.endpoint: %q is the same as hubFollower.primary.endpoint; it must be the other hub" $hf.secondary.endpoint) -}}
 {{- end -}}
+{{- end -}}
+{{- $cluster := tpl (toString $hf.clusterName) . -}}
+{{- if not (regexMatch "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$" $cluster) -}}
+{{- fail (printf "hubFollower.clusterName: %q must be the worker's CLUSTER_NAME, a DNS-1123 subdomain" $cluster) -}}
+{{- end -}}
+{{- if not $hf.projectNamespaceFrom -}}
+{{- $ns := tpl (toString $hf.projectNamespace) . -}}
+{{- if not (regexMatch "^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$" $ns) -}}
+{{- fail (printf "hubFollower.projectNamespace: %q must be the worker's HUB_PROJECT_NAMESPACE, a DNS-1123 label, or set hubFollower.projectNamespaceFrom" $ns) -}}
+{{- end -}}
+{{- end -}}
+{{- /* The binary refuses zero for these; jitter and cooldown may be 0s. */ -}}
+{{- $positive := dict "pollInterval" $hf.pollInterval "probeTimeout" $hf.probeTimeout "restart.killAfter" $hf.restart.killAfter "restart.verifyTimeout" $hf.restart.verifyTimeout "restart.livenessFailFor" $hf.restart.livenessFailFor "exec.wait" $hf.exec.wait -}}
+{{- range $name := keys $positive | sortAlpha -}}
+{{- if eq (include "hub-follower.durationMs" (list $name (get $positive $name)) | int64) 0 -}}
+{{- fail (printf "hubFollower.%s: must be longer than zero" $name) -}}
+{{- end -}}
+{{- end -}}
+{{- range $name := list "jitter" "cooldown" -}}
+{{- $_ := include "hub-follower.durationMs" (list (printf "restart.%s" $name) (index $hf.restart $name)) -}}
+{{- end -}}
 {{- $poll := include "hub-follower.durationMs" (list "pollInterval" $hf.pollInterval) | int64 -}}
 {{- $probe := include "hub-follower.durationMs" (list "probeTimeout" $hf.probeTimeout) | int64 -}}
-{{- if eq $probe 0 -}}
-{{- fail "hubFollower.probeTimeout: must be greater than zero" -}}
-{{- end -}}
 {{- if ge $probe $poll -}}
 {{- fail (printf "hubFollower.probeTimeout: %q must be shorter than hubFollower.pollInterval (%q)" $hf.probeTimeout $hf.pollInterval) -}}
 {{- end -}}
-{{- range $name := list "killAfter" "verifyTimeout" "jitter" "cooldown" "livenessFailFor" -}}
-{{- $_ := include "hub-follower.durationMs" (list (printf "restart.%s" $name) (index $hf.restart $name)) -}}
-{{- end -}}
-{{- $_ := include "hub-follower.durationMs" (list "exec.wait" $hf.exec.wait) -}}
 {{- range $p := $hf.workerPorts -}}
 {{- if eq ($p | int64) ($hf.port | int64) -}}
 {{- fail (printf "hubFollower.port: %d is already used by the worker (hubFollower.workerPorts); pick another port, e.g. 8095" ($hf.port | int64)) -}}
@@ -183,7 +198,12 @@ names the field.
 {{- $primaryDir := include "hub-follower.primaryCredentialDir" . -}}
 {{- $secondaryDir := include "hub-follower.secondaryCredentialDir" . -}}
 - name: HUB_HOST_ENDPOINT
+{{- if $hf.primary.endpointFrom }}
+  valueFrom:
+    {{- toYaml $hf.primary.endpointFrom | nindent 4 }}
+{{- else }}
   value: {{ tpl (toString $hf.primary.endpoint) . | quote }}
+{{- end }}
 - name: HUB_TOKEN_FILE
   value: {{ printf "%s/token" $primaryDir | quote }}
 - name: HUB_CA_FILE
@@ -206,9 +226,13 @@ names the field.
 - name: CLUSTER_NAME
   value: {{ . | quote }}
 {{- end }}
-{{- with tpl (toString $hf.projectNamespace) . }}
+{{- if $hf.projectNamespaceFrom }}
 - name: HUB_PROJECT_NAMESPACE
-  value: {{ . | quote }}
+  valueFrom:
+    {{- toYaml $hf.projectNamespaceFrom | nindent 4 }}
+{{- else if tpl (toString $hf.projectNamespace) . }}
+- name: HUB_PROJECT_NAMESPACE
+  value: {{ tpl (toString $hf.projectNamespace) . | quote }}
 {{- end }}
 - name: HUB_POLL_INTERVAL
   value: {{ $hf.pollInterval | quote }}
@@ -229,6 +253,8 @@ names the field.
 {{- if eq $hf.restart.mode "signal" }}
 - name: HUB_WORKER_PROCESS
   value: {{ $hf.restart.workerProcess | quote }}
+- name: HUB_RESTART_SIGNAL
+  value: {{ $hf.restart.signal | quote }}
 - name: HUB_KILL_AFTER
   value: {{ $hf.restart.killAfter | quote }}
 {{- end }}

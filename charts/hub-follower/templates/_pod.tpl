@@ -169,7 +169,8 @@ httpGet:
 {{- $hf := .Values.hubFollower -}}
 {{- if include "hub-follower.enabled" . -}}
 hub-follower is on: restart mode {{ $hf.restart.mode }}, {{ if $hf.nativeSidecar }}native sidecar{{ else }}regular sidecar container{{ end }}, exec wrapper {{ if $hf.execWrapper }}on{{ else }}off{{ end }}.
-  Status:  kubectl -n {{ .Release.Namespace }} port-forward deploy/<worker> {{ $hf.port | int64 }} && curl localhost:{{ $hf.port | int64 }}/status
+  Status:  kubectl -n {{ .Release.Namespace }} port-forward deploy/<worker> {{ $hf.port | int64 }}
+           then: curl localhost:{{ $hf.port | int64 }}/status
   The Secret {{ $hf.secondary.secretName | quote }} must hold `token` and `ca.crt` for {{ $hf.secondary.endpoint }}.
 {{- if and (not $hf.nativeSidecar) (not $hf.execWrapper) }}
   WARNING: with nativeSidecar=false and execWrapper=false nothing holds the worker back

@@ -1,0 +1,510 @@
+//! Restarting the worker on a confirmed switch, with real processes: the sidecar binary, a
+//! stand-in worker under `hub-follower exec`, and a stand-in kubelet that restarts it.
+
+mod support;
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use support::worker::{Kubelet, Temper, Worker};
+use support::{Hubs, Sidecar};
+
+fn restart_args(hubs: &Hubs, mode: &str, worker: &str, extra: &[&str]) -> Vec<String> {
+    let mut args = hubs.args("200ms", "150ms", 2);
+    args.push(format!("--restart-mode={mode}"));
+    args.push(format!("--worker-process={worker}"));
+    args.push("--restart-jitter=0s".into());
+    args.push("--restart-cooldown=0s".into());
+    args.extend(extra.iter().map(|s| s.to_string()));
+    args
+}
+
+fn outcome(s: &Sidecar, mode: &str, outcome: &str) -> f64 {
+    s.metric(&format!(
+        "kubeslice_worker_hub_worker_restarts_total{{mode=\"{mode}\",outcome=\"{outcome}\"}}"
+    ))
+}
+
+fn phase(s: &Sidecar) -> String {
+    s.status()["restart"]["phase"]
+        .as_str()
+        .unwrap_or("")
+        .to_string()
+}
+
+fn total_restarts(s: &Sidecar) -> f64 {
+    support::metric_sum(
+        &s.get("/metrics").1,
+        "kubeslice_worker_hub_worker_restarts_total",
+    )
+}
+
+/// A sidecar and a worker that has started on the primary.
+fn setup(hubs: &Hubs, args: Vec<String>, worker: &Worker) -> (Sidecar, Kubelet) {
+    hubs.both_claim(&hubs.primary, "ctrl-a");
+    let sidecar = Sidecar::spawn(&args, &hubs.handoff_dir());
+    let handoff = hubs.handoff_dir();
+    let w = worker.clone();
+    let kubelet = Kubelet::run(move || w.command(&handoff));
+    sidecar.wait_until("the worker started", Duration::from_secs(20), |_| {
+        worker.starts().len() == 1
+    });
+    assert_eq!(worker.starts()[0].1, hubs.primary.endpoint());
+    (sidecar, kubelet)
+}
+
+fn fail_over(hubs: &Hubs) {
+    hubs.both_claim(&hubs.secondary, "ctrl-b");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn signal_mode_signals_once_and_the_worker_restarts_on_the_new_hub() {
+    let hubs = Hubs::start().await;
+    let worker = Worker::new(hubs.dir.path(), "stand-in-sig", Temper::Obliging);
+    let (s, _kubelet) = setup(
+        &hubs,
+        restart_args(&hubs, "signal", &worker.name, &[]),
+        &worker,
+    );
+    assert_eq!(s.get("/worker/livez").0, 200);
+
+    fail_over(&hubs);
+    s.wait_until("the restart is verified", Duration::from_secs(20), |s| {
+        phase(s) == "verified"
+    });
+    let starts = worker.starts();
+    assert_eq!(starts.len(), 2, "{starts:?}");
+    assert_eq!(starts[1].1, hubs.secondary.endpoint());
+    assert_eq!(worker.signals(), [format!("{} TERM", starts[0].0)]);
+    assert_eq!(outcome(&s, "signal", "signalled"), 1.0);
+    assert_eq!(outcome(&s, "signal", "verified"), 1.0);
+    assert_eq!(
+        s.metric("kubeslice_worker_hub_worker_on_current_decision"),
+        1.0
+    );
+    assert_eq!(s.get("/worker/livez").0, 200);
+
+    // Later rounds that confirm the same hub never signal again.
+    std::thread::sleep(Duration::from_millis(1000));
+    assert_eq!(worker.signals().len(), 1);
+    assert_eq!(worker.starts().len(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_worker_that_ignores_sigterm_is_killed_after_kill_after() {
+    let hubs = Hubs::start().await;
+    let worker = Worker::new(hubs.dir.path(), "stand-in-stubborn", Temper::Stubborn);
+    let args = restart_args(&hubs, "signal", &worker.name, &["--kill-after=1s"]);
+    let (s, _kubelet) = setup(&hubs, args, &worker);
+    fail_over(&hubs);
+    s.wait_until("the restart is verified", Duration::from_secs(20), |s| {
+        phase(s) == "verified"
+    });
+    assert_eq!(outcome(&s, "signal", "signalled"), 1.0);
+    assert_eq!(outcome(&s, "signal", "killed"), 1.0);
+    assert!(
+        worker.signals()[0].ends_with("TERM ignored"),
+        "{:?}",
+        worker.signals()
+    );
+    assert_eq!(worker.starts()[1].1, hubs.secondary.endpoint());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn no_restart_at_startup_on_resume_or_for_rounds_that_do_not_switch() {
+    let hubs = Hubs::start().await;
+    let worker = Worker::new(hubs.dir.path(), "stand-in-calm", Temper::Obliging);
+    let args = restart_args(&hubs, "signal", &worker.name, &[]);
+    let (mut s, _kubelet) = setup(&hubs, args.clone(), &worker);
+    // A divergent round, then back: no switch, so no restart.
+    hubs.both_claim(&hubs.secondary, "ctrl-b");
+    std::thread::sleep(Duration::from_millis(250));
+    hubs.both_claim(&hubs.primary, "ctrl-a");
+    std::thread::sleep(Duration::from_millis(1000));
+    assert_eq!(s.terminate().0.code(), Some(0));
+
+    let s = Sidecar::spawn(&args, &hubs.handoff_dir());
+    s.wait_until("the resumed decision", Duration::from_secs(10), |s| {
+        s.handoff().is_some_and(|h| h["reason"] == "resumed")
+    });
+    std::thread::sleep(Duration::from_millis(1000));
+    assert_eq!(total_restarts(&s), 0.0);
+    assert!(worker.signals().is_empty(), "{:?}", worker.signals());
+    assert_eq!(worker.starts().len(), 1);
+    assert_eq!(phase(&s), "idle");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn switches_inside_the_cooldown_are_published_at_once_and_coalesced_into_one_restart() {
+    let hubs = Hubs::start().await;
+    let worker = Worker::new(hubs.dir.path(), "stand-in-cool", Temper::Obliging);
+    let mut args = restart_args(&hubs, "signal", &worker.name, &["--restart-cooldown=4s"]);
+    args.push("--confirmations=1".into());
+    let (s, _kubelet) = setup(&hubs, args, &worker);
+    let generation = |s: &Sidecar| s.handoff().unwrap()["generation"].as_u64().unwrap();
+
+    fail_over(&hubs); // switch 1: acted on at once
+    s.wait_until("the first restart", Duration::from_secs(10), |_| {
+        worker.starts().len() == 2
+    });
+    let first = Instant::now();
+    // Three more switches inside the cooldown: each is published at once...
+    for (i, winner) in [&hubs.primary, &hubs.secondary, &hubs.primary]
+        .into_iter()
+        .enumerate()
+    {
+        hubs.both_claim(winner, "ctrl");
+        let want = 3 + i as u64;
+        s.wait_until("the switch is published", Duration::from_secs(5), |s| {
+            generation(s) == want
+        });
+    }
+    assert!(
+        first.elapsed() < Duration::from_secs(3),
+        "the switches took too long to test the cooldown"
+    );
+    assert_eq!(worker.signals().len(), 1);
+    s.wait_until(
+        "the restart waits for the cooldown",
+        Duration::from_secs(2),
+        |s| s.status()["restart"]["waitingFor"] == "cooldown",
+    );
+    // ...and they become one restart when the cooldown ends, onto where they ended up.
+    s.wait_until("the coalesced restart", Duration::from_secs(10), |_| {
+        worker.starts().len() == 3
+    });
+    assert!(
+        first.elapsed() >= Duration::from_millis(3500),
+        "restarted {:?} after the first",
+        first.elapsed()
+    );
+    assert_eq!(worker.starts()[2].1, hubs.primary.endpoint());
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(worker.signals().len(), 2);
+    assert_eq!(outcome(&s, "signal", "signalled"), 2.0);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn liveness_mode_fails_the_gate_until_the_worker_acknowledges() {
+    let hubs = Hubs::start().await;
+    let worker = Worker::new(hubs.dir.path(), "stand-in-live", Temper::Obliging);
+    let args = restart_args(
+        &hubs,
+        "liveness",
+        &worker.name,
+        &["--liveness-fail-for=60s"],
+    );
+    let (s, kubelet) = setup(&hubs, args, &worker);
+    fail_over(&hubs);
+    s.wait_until("the gate fails", Duration::from_secs(10), |s| {
+        s.get("/worker/livez").0 == 503
+    });
+    let (_, reason) = s.get("/worker/livez");
+    assert!(
+        reason.contains("secondary") && reason.lines().count() == 1,
+        "{reason}"
+    );
+    assert_eq!(outcome(&s, "liveness", "gate_failed"), 1.0);
+    assert_eq!(
+        s.metric("kubeslice_worker_hub_worker_on_current_decision"),
+        0.0
+    );
+    assert!(worker.signals().is_empty(), "liveness mode must not signal");
+
+    kubelet.kill_worker(); // what kubelet does after failed probes
+    s.wait_until("the gate clears", Duration::from_secs(10), |s| {
+        s.get("/worker/livez").0 == 200
+    });
+    assert_eq!(outcome(&s, "liveness", "gate_cleared"), 1.0);
+    assert_eq!(
+        s.metric("kubeslice_worker_hub_worker_on_current_decision"),
+        1.0
+    );
+    assert_eq!(worker.starts()[1].1, hubs.secondary.endpoint());
+    let ack: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(hubs.handoff_dir().join("worker-ack.json")).unwrap())
+            .unwrap();
+    assert_eq!(ack["generation"], 2);
+    assert_eq!(ack["pid"], worker.starts()[1].0);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn without_an_acknowledgement_the_gate_clears_after_liveness_fail_for() {
+    let hubs = Hubs::start().await;
+    hubs.both_claim(&hubs.primary, "ctrl-a");
+    let args = restart_args(
+        &hubs,
+        "liveness",
+        "no-such-worker",
+        &["--liveness-fail-for=2s"],
+    );
+    let s = Sidecar::spawn(&args, &hubs.handoff_dir());
+    s.wait_until("startup", Duration::from_secs(10), |s| {
+        s.handoff().is_some()
+    });
+    fail_over(&hubs);
+    s.wait_until("the gate fails", Duration::from_secs(10), |s| {
+        s.get("/worker/livez").0 == 503
+    });
+    let failed_at = Instant::now();
+    s.wait_until("the gate clears", Duration::from_secs(10), |s| {
+        s.get("/worker/livez").0 == 200
+    });
+    let failed_for = failed_at.elapsed();
+    assert!(
+        failed_for > Duration::from_millis(1500) && failed_for < Duration::from_millis(2600),
+        "{failed_for:?}"
+    );
+    s.wait_until("unverified", Duration::from_secs(5), |s| {
+        phase(s) == "unverified"
+    });
+    assert_eq!(outcome(&s, "liveness", "unverified"), 1.0);
+    assert_eq!(
+        s.metric("kubeslice_worker_hub_worker_on_current_decision"),
+        0.0
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn none_mode_touches_no_process_and_counts_observed() {
+    let hubs = Hubs::start().await;
+    let worker = Worker::new(hubs.dir.path(), "stand-in-none", Temper::Obliging);
+    let (s, _kubelet) = setup(
+        &hubs,
+        restart_args(&hubs, "none", &worker.name, &[]),
+        &worker,
+    );
+    fail_over(&hubs);
+    s.wait_until("observed", Duration::from_secs(10), |s| {
+        outcome(s, "none", "observed") == 1.0
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(worker.signals().is_empty());
+    assert_eq!(worker.starts().len(), 1);
+    assert!(
+        s.logs().contains("would restart the worker"),
+        "{}",
+        s.logs()
+    );
+    assert_eq!(total_restarts(&s), 1.0);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_missing_worker_is_not_found_and_the_gate_stays_failing() {
+    let hubs = Hubs::start().await;
+    hubs.both_claim(&hubs.primary, "ctrl-a");
+    let args = restart_args(&hubs, "signal", "no-such-worker-xyz", &[]);
+    let s = Sidecar::spawn(&args, &hubs.handoff_dir());
+    s.wait_until("startup", Duration::from_secs(10), |s| {
+        s.handoff().is_some()
+    });
+    fail_over(&hubs);
+    s.wait_until("not found", Duration::from_secs(10), |s| {
+        outcome(s, "signal", "not_found") == 1.0
+    });
+    assert_eq!(s.get("/worker/livez").0, 503);
+    assert!(s.logs().contains("no worker process found"), "{}", s.logs());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_worker_of_another_user_gives_permission_denied() {
+    let is_root = rustix_uid_is_root();
+    let setpriv = Command::new("setpriv").arg("--version").output().is_ok();
+    if !is_root || !setpriv {
+        eprintln!("SKIPPED: needs root and setpriv to run the sidecar and the worker as two other users (root={is_root}, setpriv={setpriv})");
+        return;
+    }
+    let hubs = Hubs::start().await;
+    // Both unprivileged users must reach the files: make the scratch tree world-readable.
+    let _ = Command::new("chmod")
+        .args(["-R", "a+rwX"])
+        .arg(hubs.dir.path())
+        .status();
+    let mut p = hubs.dir.path().to_path_buf();
+    while p.pop() {
+        let _ = Command::new("chmod").arg("a+x").arg(&p).status();
+    }
+    let name = "stand-in-other-user";
+    let link = hubs.dir.path().join(name);
+    std::os::unix::fs::symlink("/bin/sleep", &link).unwrap();
+    let mut worker = Command::new("setpriv");
+    worker
+        .args(["--reuid=65533", "--regid=65533", "--clear-groups"])
+        .arg(&link)
+        .arg("60")
+        .env_clear();
+    let mut worker = worker.spawn().unwrap();
+    hubs.both_claim(&hubs.primary, "ctrl-a");
+    let listen = support::free_port();
+    let mut args = restart_args(&hubs, "signal", name, &[]);
+    args.push(format!("--listen={listen}"));
+    let sidecar = Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "--inh-caps=-all",
+            "--bounding-set=-all",
+        ])
+        .arg(support::binary())
+        .args(&args)
+        .arg("--log-format=text")
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut sidecar = Guard(Some(sidecar));
+    let get = |path: &str| {
+        support::request(
+            listen,
+            &format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"),
+        )
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let metric = |text: &str| {
+        support::metric_value(text, "kubeslice_worker_hub_worker_restarts_total{mode=\"signal\",outcome=\"permission_denied\"}")
+    };
+    let mut switched = false;
+    while Instant::now() < deadline {
+        if !switched && get("/readyz").is_some_and(|r| r.0 == 200) {
+            fail_over(&hubs);
+            switched = true;
+        }
+        if get("/metrics").and_then(|(_, m)| metric(&m)) == Some(1.0) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let denied = get("/metrics").and_then(|(_, m)| metric(&m));
+    let livez = get("/worker/livez").map(|r| r.0);
+    let mut child = sidecar.0.take().unwrap();
+    child.kill().unwrap();
+    let out = child.wait_with_output().unwrap();
+    let logs = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        worker.try_wait().unwrap(),
+        None,
+        "the other user's process must survive"
+    );
+    let _ = worker.kill();
+    assert_eq!(denied, Some(1.0), "{logs}");
+    assert_eq!(livez, Some(503));
+    assert!(
+        logs.contains("permission denied") && logs.contains("KILL capability"),
+        "{logs}"
+    );
+}
+
+/// Kills the sidecar if the test fails before it does.
+struct Guard(Option<std::process::Child>);
+impl Drop for Guard {
+    fn drop(&mut self) {
+        if let Some(c) = self.0.as_mut() {
+            let _ = c.kill();
+        }
+    }
+}
+
+fn rustix_uid_is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .map(|s| {
+            s.lines()
+                .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
+        })
+        .unwrap_or(false)
+}
+
+#[test]
+fn exec_with_nothing_published_exits_1_after_wait() {
+    let dir = tempfile::tempdir().unwrap();
+    let started = Instant::now();
+    let out = Command::new(support::binary())
+        .args(["exec", "--wait=700ms"])
+        .arg(format!("--handoff-dir={}", dir.path().display()))
+        .args(["--", "/bin/true"])
+        .output()
+        .unwrap();
+    let took = started.elapsed();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        took >= Duration::from_millis(700) && took < Duration::from_secs(3),
+        "{took:?}"
+    );
+    assert!(
+        stderr.contains("no decision was published")
+            && stderr.contains(&dir.path().display().to_string()),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn exec_exports_the_decision_and_becomes_the_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let handoff = hub_follower::handoff::Handoff {
+        hub: hub_follower::verdict::HubId::Secondary,
+        endpoint: "https://10.1.80.12:6443".into(),
+        token_file: "/t/token".into(),
+        ca_file: "/t/ca.crt".into(),
+        tls_server_name: None,
+        identity: None,
+        generation: 9,
+        decided_at: "2026-12-02T10:00:00Z".into(),
+        reason: hub_follower::resolver::Reason::Switch,
+        namespace: None,
+    };
+    hub_follower::handoff::publish(dir.path(), &handoff).unwrap();
+    let out = Command::new(support::binary())
+        .args(["exec", "--kubeconfig"])
+        .arg(format!("--handoff-dir={}", dir.path().display()))
+        .args([
+            "--",
+            "/bin/sh",
+            "-c",
+            "echo $$ $HUB_HOST_ENDPOINT $HUB_TOKEN_FILE $HUB_CA_FILE $KUBECONFIG",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let printed = String::from_utf8_lossy(&out.stdout);
+    let fields: Vec<&str> = printed.split_whitespace().collect();
+    assert_eq!(
+        &fields[1..4],
+        ["https://10.1.80.12:6443", "/t/token", "/t/ca.crt"]
+    );
+    assert_eq!(
+        fields[4],
+        dir.path().join("kubeconfig").display().to_string()
+    );
+    let ack = hub_follower::handoff::read_ack(dir.path()).unwrap();
+    assert_eq!(ack.generation, 9);
+    // exec(2): the command runs as the wrapper's own PID.
+    assert_eq!(ack.pid.to_string(), fields[0]);
+    assert_eq!(out.status.code(), Some(0));
+}
+
+#[test]
+fn install_copies_a_runnable_binary() {
+    let dir = tempfile::tempdir().unwrap();
+    let dest = dir.path().join("bin/hub-follower");
+    let out = Command::new(support::binary())
+        .arg("install")
+        .arg(&dest)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(
+        std::fs::metadata(&dest).unwrap().permissions().mode() & 0o777,
+        0o755
+    );
+    let version = Command::new(&dest).arg("--version").output().unwrap();
+    assert!(String::from_utf8_lossy(&version.stdout).starts_with("hub-follower "));
+}
