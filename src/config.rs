@@ -115,6 +115,14 @@ pub struct Settings {
     pub namespace: Option<String>,
     #[arg(long, env = "HUB_POLL_INTERVAL", global = true, default_value = "10s")]
     pub poll_interval: String,
+    /// Interval of the confirming reads once a round has shown a new candidate.
+    #[arg(
+        long,
+        env = "HUB_CONFIRM_INTERVAL",
+        global = true,
+        default_value = "1s"
+    )]
+    pub confirm_interval: String,
     /// Hard deadline for one read of one hub: connect, TLS, headers and body.
     #[arg(long, env = "HUB_PROBE_TIMEOUT", global = true, default_value = "3s")]
     pub probe_timeout: String,
@@ -289,6 +297,7 @@ pub struct Config {
     pub cluster_name: String,
     pub namespace: String,
     pub poll_interval: Duration,
+    pub confirm_interval: Duration,
     pub probe_timeout: Duration,
     pub confirmations: u32,
     pub handoff_dir: PathBuf,
@@ -378,6 +387,21 @@ impl Config {
                 ),
             ));
         }
+        let confirm_interval = duration(
+            &s.confirm_interval,
+            "--confirm-interval",
+            "HUB_CONFIRM_INTERVAL",
+        )?;
+        if confirm_interval > poll_interval {
+            return Err(invalid(
+                "--confirm-interval",
+                "HUB_CONFIRM_INTERVAL",
+                format!(
+                    "{} must not be longer than --poll-interval ({})",
+                    s.confirm_interval, s.poll_interval
+                ),
+            ));
+        }
         let confirmations = match s.confirmations.trim().parse::<u32>() {
             Ok(n) if n >= 1 => n,
             _ => {
@@ -414,6 +438,7 @@ impl Config {
             cluster_name: cluster_name.to_string(),
             namespace: namespace.to_string(),
             poll_interval,
+            confirm_interval,
             probe_timeout,
             confirmations,
             handoff_dir: s.handoff_dir.clone(),
@@ -572,6 +597,7 @@ mod tests {
             PathBuf::from("/var/run/secrets/kubernetes.io/hub-secondary-serviceaccount/ca.crt")
         );
         assert_eq!(c.poll_interval, Duration::from_secs(10));
+        assert_eq!(c.confirm_interval, Duration::from_secs(1));
         assert_eq!(c.probe_timeout, Duration::from_secs(3));
         assert_eq!(c.confirmations, 3);
         assert_eq!(c.listen, "0.0.0.0:8095".parse().unwrap());

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use jiff::Timestamp;
 use tokio::sync::watch;
-use tokio::time::{Instant, MissedTickBehavior};
+use tokio::time::Instant;
 
 use crate::claim::Endpoint;
 use crate::config::Config;
@@ -74,12 +74,11 @@ impl Follower {
             self.run_single_hub(shutdown).await;
             return;
         }
-        let mut ticker = tokio::time::interval(self.config.poll_interval);
-        ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        let mut next = Instant::now();
         loop {
             tokio::select! {
                 _ = shutdown.changed() => return,
-                _ = ticker.tick() => {}
+                _ = tokio::time::sleep_until(next) => {}
             }
             let started = Instant::now();
             let probes = tokio::select! {
@@ -90,6 +89,18 @@ impl Follower {
             let took = started.elapsed().as_secs_f64() * 1e3;
             self.shared
                 .update(|s| s.last_round_ms = Some((took * 1e3).round() / 1e3));
+            next = started + self.next_interval();
+        }
+    }
+
+    /// While a switch is pending, the confirming reads come quicker: the protection is the count
+    /// of consecutive agreeing reads, and waiting a whole poll interval between them only adds
+    /// to the outage. If a round overran, the next one starts at once.
+    fn next_interval(&self) -> std::time::Duration {
+        if self.resolver.pending().is_some() {
+            self.config.confirm_interval
+        } else {
+            self.config.poll_interval
         }
     }
 

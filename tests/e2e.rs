@@ -126,6 +126,45 @@ async fn a_failover_switches_after_exactly_n_confirming_rounds() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn confirming_reads_run_at_the_confirm_interval_and_still_need_n_rounds() {
+    let mut hubs = Hubs::start().await;
+    hubs.both_claim(&hubs.primary, "ctrl-a");
+    let mut args = hubs.args("3s", "300ms", 3);
+    args.push("--confirm-interval=200ms".into());
+    let s = Sidecar::spawn(&args, &hubs.handoff_dir());
+    s.wait_until("startup", Duration::from_secs(10), |s| {
+        s.handoff().is_some()
+    });
+    hubs.primary.stop();
+    hubs.secondary.claim(&hubs.secondary.endpoint(), "ctrl-b");
+    let promoted = std::time::Instant::now();
+    s.wait_until("the switch", Duration::from_secs(15), |s| {
+        published_hub(s) == "secondary"
+    });
+    let took = promoted.elapsed();
+    // Seen within one poll interval, then two confirming reads 200 ms apart; confirming at the
+    // poll interval would take at least 6 s more.
+    assert!(
+        took < Duration::from_millis(3000 + 2 * 200 + 600),
+        "switch took {took:?}"
+    );
+    let logs = s.logs();
+    let counts: Vec<&str> = logs
+        .lines()
+        .filter(|l| l.contains("a switch is pending confirmation"))
+        .filter_map(|l| l.split("count=").nth(1)?.split_whitespace().next())
+        .collect();
+    assert_eq!(counts, ["1", "2"], "{logs}");
+    // Back to the poll interval once nothing is pending.
+    let before = hubs.secondary.requests();
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(
+        hubs.secondary.requests() - before <= 1,
+        "still reading at the confirm interval"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn one_divergent_round_does_not_switch() {
     let hubs = Hubs::start().await;
     hubs.both_claim(&hubs.primary, "ctrl-a");

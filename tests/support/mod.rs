@@ -66,6 +66,7 @@ impl Hubs {
             format!("--cluster-name={CLUSTER}"),
             format!("--namespace={NAMESPACE}"),
             format!("--poll-interval={poll}"),
+            format!("--confirm-interval={poll}"),
             format!("--probe-timeout={timeout}"),
             format!("--confirmations={confirmations}"),
             format!("--handoff-dir={}", self.handoff_dir().display()),
