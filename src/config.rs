@@ -123,6 +123,13 @@ pub struct Settings {
         default_value = "1s"
     )]
     pub confirm_interval: String,
+    /// Watch each hub's Cluster object so that a claim change is read at once (polling stays).
+    #[arg(long, env = "HUB_WATCH", global = true, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
+    pub watch: bool,
+    /// `timeoutSeconds` of each watch request (at most 295s); a watch silent for a little
+    /// longer is dropped and re-established.
+    #[arg(long, env = "HUB_WATCH_TIMEOUT", global = true, default_value = "290s")]
+    pub watch_timeout: String,
     /// Hard deadline for one read of one hub: connect, TLS, headers and body.
     #[arg(long, env = "HUB_PROBE_TIMEOUT", global = true, default_value = "3s")]
     pub probe_timeout: String,
@@ -299,6 +306,8 @@ pub struct Config {
     pub poll_interval: Duration,
     pub confirm_interval: Duration,
     pub probe_timeout: Duration,
+    /// None: no watch (polling only).
+    pub watch_timeout: Option<Duration>,
     pub confirmations: u32,
     pub handoff_dir: PathBuf,
     pub listen: SocketAddr,
@@ -402,6 +411,17 @@ impl Config {
                 ),
             ));
         }
+        let watch_timeout = duration(&s.watch_timeout, "--watch-timeout", "HUB_WATCH_TIMEOUT")?;
+        if watch_timeout < Duration::from_secs(1) || watch_timeout > Duration::from_secs(295) {
+            return Err(invalid(
+                "--watch-timeout",
+                "HUB_WATCH_TIMEOUT",
+                format!(
+                    "expected between 1s and 295s (the API server's limit), got {:?}",
+                    s.watch_timeout
+                ),
+            ));
+        }
         let confirmations = match s.confirmations.trim().parse::<u32>() {
             Ok(n) if n >= 1 => n,
             _ => {
@@ -440,6 +460,7 @@ impl Config {
             poll_interval,
             confirm_interval,
             probe_timeout,
+            watch_timeout: s.watch.then_some(watch_timeout),
             confirmations,
             handoff_dir: s.handoff_dir.clone(),
             listen,
@@ -598,6 +619,7 @@ mod tests {
         );
         assert_eq!(c.poll_interval, Duration::from_secs(10));
         assert_eq!(c.confirm_interval, Duration::from_secs(1));
+        assert_eq!(c.watch_timeout, Some(Duration::from_secs(290)));
         assert_eq!(c.probe_timeout, Duration::from_secs(3));
         assert_eq!(c.confirmations, 3);
         assert_eq!(c.listen, "0.0.0.0:8095".parse().unwrap());
@@ -669,6 +691,20 @@ mod tests {
                 "--hub-tls-server-name",
                 "DNS name",
             ),
+            (
+                &["--confirm-interval=11s"],
+                "--confirm-interval",
+                "not be longer than --poll-interval",
+            ),
+            (&["--watch-timeout=10m"], "--watch-timeout", "295s"),
+            (
+                &["--worker-process=/manager"],
+                "--worker-process",
+                "base name",
+            ),
+            (&["--restart-signal=SIGSEGV"], "--restart-signal", "SIGTERM"),
+            (&["--kill-after=0s"], "--kill-after", "longer than zero"),
+            (&["--restart-jitter=lots"], "--restart-jitter", "duration"),
         ];
         for (extra, flag, fragment) in cases {
             let e = error_for(extra);

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use jiff::Timestamp;
-use tokio::sync::watch;
+use tokio::sync::{watch, Notify};
 use tokio::time::Instant;
 
 use crate::claim::Endpoint;
@@ -29,7 +29,13 @@ pub struct Follower {
     /// Per hub, the last error reason (None: it answered). Probe errors are logged on change only.
     last_error: HashMap<HubId, Option<ErrorReason>>,
     rejecting: HashMap<HubId, bool>,
+    /// Set by the watches when a hub's claim changes: look now rather than at the next tick.
+    trigger: Arc<Notify>,
 }
+
+/// Rounds started by the watch are at least this far apart, so an event storm costs a bounded
+/// number of rounds (notifications that arrive meanwhile fold into one).
+const MIN_WATCH_SPACING: std::time::Duration = std::time::Duration::from_millis(200);
 
 impl Follower {
     pub fn new(config: Arc<Config>, metrics: Metrics, shared: Arc<Shared>) -> Self {
@@ -63,7 +69,19 @@ impl Follower {
             unpublished: None,
             last_error: HashMap::new(),
             rejecting: HashMap::new(),
+            trigger: Arc::new(Notify::new()),
         }
+    }
+
+    /// What the watches notify, and each hub's client for them to watch with.
+    pub fn watch_inputs(
+        &self,
+    ) -> (
+        Arc<Notify>,
+        Vec<(HubId, watch::Receiver<Option<kube::Client>>)>,
+    ) {
+        let clients = self.hubs.iter().map(|h| (h.id(), h.clients())).collect();
+        (self.trigger.clone(), clients)
     }
 
     /// Runs until `shutdown` turns true. A write in progress always finishes: publishing has no
@@ -75,20 +93,30 @@ impl Follower {
             return;
         }
         let mut next = Instant::now();
+        let mut last_start: Option<Instant> = None;
         loop {
             tokio::select! {
                 _ = shutdown.changed() => return,
                 _ = tokio::time::sleep_until(next) => {}
+                _ = self.trigger.notified() => {
+                    if let Some(earliest) = last_start.map(|t| t + MIN_WATCH_SPACING) {
+                        tokio::select! {
+                            _ = shutdown.changed() => return,
+                            _ = tokio::time::sleep_until(earliest) => {}
+                        }
+                    }
+                }
             }
             let started = Instant::now();
+            last_start = Some(started);
             let probes = tokio::select! {
                 _ = shutdown.changed() => return,
                 probes = probe_all(&mut self.hubs) => probes,
             };
             self.round(&probes);
-            let took = started.elapsed().as_secs_f64() * 1e3;
-            self.shared
-                .update(|s| s.last_round_ms = Some((took * 1e3).round() / 1e3));
+            let took = (started.elapsed().as_secs_f64() * 1e6).round() / 1e3;
+            tracing::debug!(took_ms = took, "round completed");
+            self.shared.update(|s| s.last_round_ms = Some(took));
             next = started + self.next_interval();
         }
     }

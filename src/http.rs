@@ -31,6 +31,7 @@ pub struct Handlers {
     pub shared: Arc<Shared>,
     pub metrics: Metrics,
     pub restart: SharedView,
+    pub watches: crate::claim_watch::WatchViews,
 }
 
 impl Handlers {
@@ -58,6 +59,12 @@ impl Handlers {
             "/status" => {
                 let mut status = self.shared.status();
                 status.restart = Some(self.restart_view());
+                status.watches = Some(
+                    self.watches
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .clone(),
+                );
                 body(
                     "application/json",
                     serde_json::to_vec_pretty(&status).unwrap_or_default(),

@@ -4,6 +4,7 @@
 use std::error::Error as StdError;
 use std::io;
 use std::path::Path;
+use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use http::header::{ACCEPT, AUTHORIZATION, CONTENT_LENGTH};
@@ -13,6 +14,7 @@ use jiff::Timestamp;
 use kube::client::Body;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::CertificateDer;
+use tokio::sync::watch;
 
 use crate::claim::parse_cluster;
 use crate::config::HubConfig;
@@ -31,13 +33,20 @@ pub struct Probe {
     pub latency: Duration,
 }
 
+/// The bearer token, shared by every request of a client (probes and the watch). Probes re-read
+/// the file each round and update it here.
+type SharedToken = Arc<RwLock<Option<HeaderValue>>>;
+
 pub struct HubClient {
     config: HubConfig,
     path: String,
     timeout: Duration,
+    token: SharedToken,
     /// The client is built for one CA bundle and kept, so connections are reused across rounds;
     /// a rotated CA file builds a new one.
     client: Option<(Vec<u8>, kube::Client)>,
+    /// The current client, for the watch.
+    published: watch::Sender<Option<kube::Client>>,
 }
 
 impl HubClient {
@@ -46,8 +55,15 @@ impl HubClient {
             path: format!("{API_GROUP_PATH}/namespaces/{namespace}/clusters/{cluster}"),
             config,
             timeout,
+            token: Arc::new(RwLock::new(None)),
             client: None,
+            published: watch::channel(None).0,
         }
+    }
+
+    /// Follows the client this hub is read with; a new one appears when the CA file changes.
+    pub fn clients(&self) -> watch::Receiver<Option<kube::Client>> {
+        self.published.subscribe()
     }
 
     pub fn id(&self) -> HubId {
@@ -83,7 +99,6 @@ impl HubClient {
         // Both files are re-read every round: projected tokens rotate, and a CA may too. They
         // are small, and reading them is what makes a rotation take effect without a restart.
         let token = read_token(&self.config.token_file)?;
-        let client = self.client()?;
         let mut auth = HeaderValue::from_str(&format!("Bearer {token}")).map_err(|_| {
             ProbeError::new(
                 ErrorReason::Credentials,
@@ -94,8 +109,10 @@ impl HubClient {
             )
         })?;
         auth.set_sensitive(true);
+        // The client's auth layer sends this on every request, the watch's included.
+        *self.token.write().unwrap_or_else(|e| e.into_inner()) = Some(auth);
+        let client = self.client()?;
         let request = http::Request::get(self.path.as_str())
-            .header(AUTHORIZATION, auth)
             .header(ACCEPT, "application/json")
             .body(Body::from(Vec::new()))
             .map_err(|e| ProbeError::new(ErrorReason::BadResponse, e.to_string()))?;
@@ -143,8 +160,9 @@ impl HubClient {
                 return Ok(client.clone());
             }
         }
-        let client = build_client(&self.config, &pem, self.timeout)?;
+        let client = build_client(&self.config, &pem, self.timeout, self.token.clone())?;
         self.client = Some((pem, client.clone()));
+        self.published.send_replace(Some(client.clone()));
         Ok(client)
     }
 }
@@ -172,6 +190,7 @@ fn build_client(
     config: &HubConfig,
     ca_pem: &[u8],
     timeout: Duration,
+    token: SharedToken,
 ) -> Result<kube::Client, ProbeError> {
     let credentials = |detail: String| ProbeError::new(ErrorReason::Credentials, detail);
     let certs: Vec<Vec<u8>> = CertificateDer::pem_slice_iter(ca_pem)
@@ -203,8 +222,16 @@ fn build_client(
     // round is the retry.
     kc.default_retry = false;
     kc.accept_invalid_certs = false;
+    // kube's own token handling re-reads the file only about once a minute and does not trim it;
+    // this layer sets the header from the token the probes keep current.
+    let auth = tower::util::MapRequestLayer::new(move |mut req: http::Request<Body>| {
+        if let Some(value) = token.read().unwrap_or_else(|e| e.into_inner()).clone() {
+            req.headers_mut().insert(AUTHORIZATION, value);
+        }
+        req
+    });
     kube::client::ClientBuilder::try_from(kc)
-        .map(|b| b.build())
+        .map(|b| b.with_layer(&auth).build())
         .map_err(|e| {
             ProbeError::new(
                 ErrorReason::Tls,

@@ -7,6 +7,7 @@
 
 pub mod check;
 pub mod claim;
+pub mod claim_watch;
 pub mod config;
 pub mod exec;
 pub mod follower;
@@ -67,10 +68,12 @@ pub async fn run(config: Config, shutdown: watch::Receiver<bool>) -> Result<(), 
         config.restart.mode,
         config.restart.liveness_fail_for,
     )));
+    let watch_views: claim_watch::WatchViews = Default::default();
     let handlers = http::Handlers {
         shared: shared.clone(),
         metrics: metrics.clone(),
         restart: restart_view.clone(),
+        watches: watch_views.clone(),
     };
     let server = tokio::spawn(http::serve(listener, handlers, shutdown.clone()));
     let restarter = restart::Restarter::new(
@@ -81,8 +84,27 @@ pub async fn run(config: Config, shutdown: watch::Receiver<bool>) -> Result<(), 
     );
     // Subscribed before the first publish, so the restart side sees every decision's reason.
     let restarts = tokio::spawn(restarter.run(shared.subscribe(), shutdown.clone()));
-    let follower = follower::Follower::new(config, metrics, shared);
+    let follower = follower::Follower::new(config.clone(), metrics.clone(), shared);
+    let mut watches = Vec::new();
+    if let (Some(timeout), false) = (config.watch_timeout, config.single_hub()) {
+        let (trigger, clients) = follower.watch_inputs();
+        for (hub, clients) in clients {
+            let w = claim_watch::HubWatch {
+                hub,
+                namespace: config.namespace.clone(),
+                cluster: config.cluster_name.clone(),
+                timeout,
+                trigger: trigger.clone(),
+                metrics: metrics.clone(),
+                views: watch_views.clone(),
+            };
+            watches.push(tokio::spawn(w.run(clients, shutdown.clone())));
+        }
+    }
     follower.run(shutdown).await;
+    for w in watches {
+        w.abort();
+    }
     restarts.abort();
     // The server saw the same shutdown; give it a moment to close its listener.
     let _ = tokio::time::timeout(std::time::Duration::from_millis(500), server).await;

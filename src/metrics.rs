@@ -21,6 +21,9 @@ pub struct Metrics {
     pub handoff_write_errors: IntCounter,
     pub worker_restarts: IntCounterVec,
     pub worker_on_current: IntGauge,
+    pub watch_events: IntCounterVec,
+    pub watch_restarts: IntCounterVec,
+    pub watch_up: IntGaugeVec,
 }
 
 impl Metrics {
@@ -88,6 +91,27 @@ impl Metrics {
             "1 when the worker is known to run on the published decision, 0 while it is owed a restart or unverified.",
         )?;
         worker_on_current.set(1);
+        let watch_events = IntCounterVec::new(
+            Opts::new(
+                "kubeslice_worker_hub_watch_events_total",
+                "Events received on a hub's watch of the Cluster object, by type.",
+            ),
+            &["hub", "type"],
+        )?;
+        let watch_restarts = IntCounterVec::new(
+            Opts::new(
+                "kubeslice_worker_hub_watch_restarts_total",
+                "Times a hub's watch failed or ended and was re-established, by reason.",
+            ),
+            &["hub", "reason"],
+        )?;
+        let watch_up = IntGaugeVec::new(
+            Opts::new(
+                "kubeslice_worker_hub_watch_up",
+                "1 while a hub's watch is established.",
+            ),
+            &["hub"],
+        )?;
         let build_info = IntGaugeVec::new(
             Opts::new("hub_follower_build_info", "The running hub-follower build."),
             &["version"],
@@ -106,6 +130,9 @@ impl Metrics {
         registry.register(Box::new(handoff_write_errors.clone()))?;
         registry.register(Box::new(worker_restarts.clone()))?;
         registry.register(Box::new(worker_on_current.clone()))?;
+        registry.register(Box::new(watch_events.clone()))?;
+        registry.register(Box::new(watch_restarts.clone()))?;
+        registry.register(Box::new(watch_up.clone()))?;
         registry.register(Box::new(build_info))?;
         for outcome in crate::restart::Outcome::ALL {
             worker_restarts.with_label_values(&[restart_mode, outcome.as_str()]);
@@ -116,6 +143,7 @@ impl Metrics {
         for hub in hubs {
             let h = hub.as_str();
             active.with_label_values(&[h]).set(0);
+            watch_up.with_label_values(&[h]).set(0);
             claims_rejected.with_label_values(&[h]);
             probe_duration.with_label_values(&[h]);
             last_success.with_label_values(&[h]);
@@ -135,6 +163,9 @@ impl Metrics {
             handoff_write_errors,
             worker_restarts,
             worker_on_current,
+            watch_events,
+            watch_restarts,
+            watch_up,
         })
     }
 

@@ -87,6 +87,9 @@ pub struct Status {
     /// Filled in by the `/status` handler.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub restart: Option<crate::restart::RestartView>,
+    /// Filled in by the `/status` handler; empty with `--watch=false`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub watches: Option<BTreeMap<HubId, crate::claim_watch::WatchView>>,
 }
 
 pub struct Shared {
@@ -110,6 +113,7 @@ impl Shared {
                 last_round_at: None,
                 last_round_ms: None,
                 restart: None,
+                watches: None,
             }),
             last_round: Mutex::new(Instant::now()),
             published: watch::channel(None).0,

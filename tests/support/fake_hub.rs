@@ -91,6 +91,18 @@ pub enum Fault {
     WrongSan,
 }
 
+/// What the hub does with list and watch requests on the `clusters` collection.
+#[derive(Debug, Clone, PartialEq)]
+pub enum WatchFault {
+    None,
+    /// Send the watch's headers, then nothing.
+    Hang,
+    /// Reset the connection when a watch starts.
+    Reset,
+    /// Answer list and watch requests with this status.
+    Status(u16),
+}
+
 #[derive(Debug)]
 pub struct HubState {
     pub namespace: String,
@@ -99,8 +111,46 @@ pub struct HubState {
     /// `status.activeController`, or None for a hub that publishes nothing.
     pub active_controller: Option<serde_json::Value>,
     pub fault: Fault,
+    pub watch_fault: WatchFault,
+    /// Reads of the Cluster object (what a round does).
     pub requests: u64,
+    /// List and watch requests on the collection.
+    pub watch_requests: u64,
+    /// The query of the last watch request.
+    pub last_watch_query: String,
     pub handshakes: u64,
+    /// Bumped by every change of the claim, as an API server bumps resourceVersion.
+    pub resource_version: u64,
+    changes: watch::Sender<u64>,
+}
+
+impl HubState {
+    fn changed(&mut self) {
+        self.resource_version += 1;
+        self.changes.send_replace(self.resource_version);
+    }
+
+    fn cluster(&self) -> serde_json::Value {
+        let mut cluster = serde_json::json!({
+            "apiVersion": "controller.kubeslice.io/v1alpha1",
+            "kind": "Cluster",
+            "metadata": {"name": self.cluster, "namespace": self.namespace,
+                         "resourceVersion": self.resource_version.to_string()},
+            "spec": {},
+            "status": {},
+        });
+        if let Some(ac) = &self.active_controller {
+            cluster["status"]["activeController"] = ac.clone();
+        }
+        cluster
+    }
+
+    fn collection(&self) -> String {
+        format!(
+            "/apis/controller.kubeslice.io/v1alpha1/namespaces/{}/clusters",
+            self.namespace
+        )
+    }
 }
 
 pub struct FakeHub {
@@ -119,8 +169,13 @@ impl FakeHub {
             token: token.into(),
             active_controller: None,
             fault: Fault::None,
+            watch_fault: WatchFault::None,
             requests: 0,
+            watch_requests: 0,
+            last_watch_query: String::new(),
             handshakes: 0,
+            resource_version: 1,
+            changes: watch::channel(1).0,
         }));
         let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await.unwrap();
         let addr = listener.local_addr().unwrap();
@@ -154,15 +209,27 @@ impl FakeHub {
     }
 
     pub fn claim_at(&self, endpoint: &str, identity: &str, last_updated: &str) {
-        self.state.lock().unwrap().active_controller = Some(serde_json::json!({
+        let mut s = self.state.lock().unwrap();
+        s.active_controller = Some(serde_json::json!({
             "endpoint": endpoint,
             "identity": identity,
             "lastUpdated": last_updated,
         }));
+        s.changed();
     }
 
     pub fn clear_claim(&self) {
-        self.state.lock().unwrap().active_controller = None;
+        let mut s = self.state.lock().unwrap();
+        s.active_controller = None;
+        s.changed();
+    }
+
+    pub fn set_watch_fault(&self, fault: WatchFault) {
+        self.state.lock().unwrap().watch_fault = fault;
+    }
+
+    pub fn watch_requests(&self) -> u64 {
+        self.state.lock().unwrap().watch_requests
     }
 
     pub fn set_fault(&self, fault: Fault) {
@@ -261,6 +328,15 @@ async fn connection(tcp: TcpStream, tls: TlsAcceptor, state: Arc<Mutex<HubState>
         let Some(head) = read_head(&mut stream, &mut buf).await else {
             return;
         };
+        let target = head.split_whitespace().nth(1).unwrap_or("/").to_string();
+        let (path, query) = target.split_once('?').unwrap_or((&target, ""));
+        let collection = state.lock().unwrap().collection();
+        if path == collection {
+            if !collection_request(&mut stream, &state, &head, query).await {
+                return;
+            }
+            continue;
+        }
         let (response, fault) = {
             let mut s = state.lock().unwrap();
             s.requests += 1;
@@ -287,6 +363,110 @@ async fn connection(tcp: TcpStream, tls: TlsAcceptor, state: Arc<Mutex<HubState>
             }
         }
     }
+}
+
+fn authorized(s: &HubState, head: &str) -> bool {
+    head.lines().skip(1).any(|l| {
+        l.split_once(':').is_some_and(|(k, v)| {
+            k.eq_ignore_ascii_case("authorization") && v.trim() == format!("Bearer {}", s.token)
+        })
+    })
+}
+
+/// A list or a watch of the collection. Returns false when the connection is done with.
+async fn collection_request<S>(
+    stream: &mut S,
+    state: &Arc<Mutex<HubState>>,
+    head: &str,
+    query: &str,
+) -> bool
+where
+    S: AsyncWriteExt + Unpin,
+{
+    let param = |name: &str| {
+        query
+            .split('&')
+            .filter_map(|kv| kv.split_once('='))
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| v.to_string())
+    };
+    let is_watch = matches!(param("watch").as_deref(), Some("true" | "1"));
+    let (fault, mut changes, early) = {
+        let mut s = state.lock().unwrap();
+        s.watch_requests += 1;
+        if is_watch {
+            s.last_watch_query = query.to_string();
+        }
+        let early = if !authorized(&s, head) {
+            Some(status(401, "Unauthorized", "Unauthorized"))
+        } else if let WatchFault::Status(code) = s.watch_fault {
+            Some(status(
+                code,
+                "Forced",
+                &format!("the fake hub answers {code}"),
+            ))
+        } else if !is_watch {
+            let list = serde_json::json!({
+                "apiVersion": "controller.kubeslice.io/v1alpha1",
+                "kind": "ClusterList",
+                "metadata": {"resourceVersion": s.resource_version.to_string()},
+                "items": [s.cluster()],
+            });
+            Some(http(200, "application/json", list.to_string().as_bytes()))
+        } else {
+            None
+        };
+        (s.watch_fault.clone(), s.changes.subscribe(), early)
+    };
+    if let Some(response) = early {
+        return stream.write_all(&response).await.is_ok() && stream.flush().await.is_ok();
+    }
+    match fault {
+        WatchFault::Reset => return false,
+        WatchFault::Hang => {
+            let _ = stream
+                .write_all(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n")
+                .await;
+            let _ = stream.flush().await;
+            std::future::pending::<()>().await;
+        }
+        _ => {}
+    }
+    let since: u64 = param("resourceVersion")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    let timeout = Duration::from_secs(
+        param("timeoutSeconds")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(290),
+    );
+    let header =
+        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n";
+    if stream.write_all(header).await.is_err() {
+        return false;
+    }
+    let mut sent = since;
+    let deadline = tokio::time::sleep(timeout);
+    tokio::pin!(deadline);
+    loop {
+        let (rv, object) = {
+            let s = state.lock().unwrap();
+            (s.resource_version, s.cluster())
+        };
+        if rv > sent {
+            let line = serde_json::json!({"type": "MODIFIED", "object": object}).to_string() + "\n";
+            let chunk = format!("{:x}\r\n{line}\r\n", line.len());
+            if stream.write_all(chunk.as_bytes()).await.is_err() || stream.flush().await.is_err() {
+                return false;
+            }
+            sent = rv;
+        }
+        tokio::select! {
+            _ = &mut deadline => break,
+            changed = changes.changed() => if changed.is_err() { break },
+        }
+    }
+    stream.write_all(b"0\r\n\r\n").await.is_ok() && stream.flush().await.is_ok()
 }
 
 /// Reads one request head (GETs carry no body). None when the peer is gone.
@@ -335,17 +515,7 @@ fn answer(s: &HubState, head: &str) -> Vec<u8> {
             &format!("clusters.controller.kubeslice.io {path:?} not found"),
         );
     }
-    let mut cluster = serde_json::json!({
-        "apiVersion": "controller.kubeslice.io/v1alpha1",
-        "kind": "Cluster",
-        "metadata": {"name": s.cluster, "namespace": s.namespace, "resourceVersion": "1"},
-        "spec": {},
-        "status": {},
-    });
-    if let Some(ac) = &s.active_controller {
-        cluster["status"]["activeController"] = ac.clone();
-    }
-    http(200, "application/json", cluster.to_string().as_bytes())
+    http(200, "application/json", s.cluster().to_string().as_bytes())
 }
 
 fn status(code: u16, reason: &str, message: &str) -> Vec<u8> {

@@ -70,6 +70,9 @@ impl Hubs {
             format!("--probe-timeout={timeout}"),
             format!("--confirmations={confirmations}"),
             format!("--handoff-dir={}", self.handoff_dir().display()),
+            // The watch only changes when rounds happen; tests that count rounds turn it off,
+            // and the watch tests turn it on.
+            "--watch=false".into(),
         ]
     }
 }

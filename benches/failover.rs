@@ -1,0 +1,412 @@
+//! The numbers that matter for a sidecar in every worker pod: how fast a failover is followed,
+//! what a hung hub costs, and the footprint. Runs the real (release) binary against local fake
+//! hubs, prints a table and writes the same numbers as JSON.
+//!
+//! cargo bench --bench failover                  # the full run (about 6 minutes)
+//! cargo bench --bench failover -- --quick       # fewer samples, for a smoke run
+//! cargo bench --bench failover -- --out FILE    # JSON path (default target/bench/failover.json)
+
+#[path = "../tests/support/mod.rs"]
+mod support;
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use jiff::Timestamp;
+use serde_json::{json, Value};
+use support::worker::{Kubelet, Temper, Worker};
+use support::{Hubs, Sidecar};
+
+struct Opts {
+    quick: bool,
+    out: PathBuf,
+}
+
+fn opts() -> Opts {
+    let args: Vec<String> = std::env::args().collect();
+    let out = args
+        .iter()
+        .position(|a| a == "--out")
+        .and_then(|i| args.get(i + 1))
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("target/bench/failover.json"));
+    Opts {
+        quick: args.iter().any(|a| a == "--quick"),
+        out,
+    }
+}
+
+fn main() {
+    let opts = opts();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let _guard = rt.enter();
+    let binary = support::binary();
+    let size = std::fs::metadata(binary).map(|m| m.len()).unwrap_or(0);
+    println!(
+        "hub-follower benchmark: {binary} ({:.2} MiB)",
+        size as f64 / 1048576.0
+    );
+
+    let n = if opts.quick { 5 } else { 20 };
+    let settings = [
+        Setting {
+            name: "default",
+            poll: "10s",
+            confirm: "1s",
+            timeout: "3s",
+            confirmations: 3,
+            jitter: "5s",
+        },
+        Setting {
+            name: "aggressive",
+            poll: "2s",
+            confirm: "500ms",
+            timeout: "1s",
+            confirmations: 3,
+            jitter: "1s",
+        },
+    ];
+    let mut failovers = Vec::new();
+    for s in &settings {
+        failovers.push(rt.block_on(failover_latency(s, n)));
+    }
+    let hung = rt.block_on(hung_hub_rounds(if opts.quick { 30 } else { 100 }));
+    let footprint = rt.block_on(footprint(if opts.quick { 200 } else { 1000 }));
+    let idle = rt.block_on(idle_rate(
+        if opts.quick { 3 } else { 10 },
+        Duration::from_secs(if opts.quick { 15 } else { 30 }),
+    ));
+
+    let results = json!({
+        "when": Timestamp::now().to_string(),
+        "machine": machine(),
+        "binary_bytes": size,
+        "failover": failovers,
+        "hung_hub": hung,
+        "footprint": footprint,
+        "idle": idle,
+    });
+    if let Some(dir) = opts.out.parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    std::fs::write(&opts.out, serde_json::to_string_pretty(&results).unwrap()).unwrap();
+    println!("\nwrote {}", opts.out.display());
+}
+
+struct Setting {
+    name: &'static str,
+    poll: &'static str,
+    confirm: &'static str,
+    timeout: &'static str,
+    confirmations: u32,
+    jitter: &'static str,
+}
+
+fn secs(d: &str) -> f64 {
+    humantime::parse_duration(d).unwrap().as_secs_f64()
+}
+
+fn summary(mut v: Vec<f64>) -> Value {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    let p = |q: f64| v[((q * v.len() as f64).ceil() as usize).clamp(1, v.len()) - 1];
+    json!({"n": v.len(), "min": v[0], "p50": p(0.5), "p99": p(0.99), "max": v[v.len() - 1]})
+}
+
+fn row(label: &str, s: &Value, unit: &str) {
+    println!(
+        "  {label:<34} min {:>7.3}{unit}  p50 {:>7.3}{unit}  p99 {:>7.3}{unit}  max {:>7.3}{unit}  (n={})",
+        s["min"].as_f64().unwrap(),
+        s["p50"].as_f64().unwrap(),
+        s["p99"].as_f64().unwrap(),
+        s["max"].as_f64().unwrap(),
+        s["n"]
+    );
+}
+
+/// Promotion → handoff published, and → worker signalled, over `n` failovers run five at a time.
+async fn failover_latency(s: &Setting, n: usize) -> Value {
+    println!(
+        "\nfailover latency, {} settings: poll {}, confirm every {} x{}, timeout {}, jitter {}",
+        s.name, s.poll, s.confirm, s.confirmations, s.timeout, s.jitter
+    );
+    let mut to_handoff = Vec::new();
+    let mut to_signal = Vec::new();
+    let mut done = 0;
+    while done < n {
+        let batch = (n - done).min(5);
+        let runs: Vec<_> = (0..batch).map(|i| one_failover(s, done + i)).collect();
+        for (h, sig) in futures_join(runs).await {
+            to_handoff.push(h);
+            to_signal.push(sig);
+        }
+        done += batch;
+    }
+    let poll_only_bound = f64::from(s.confirmations) * secs(s.poll);
+    let (h, sig) = (summary(to_handoff), summary(to_signal));
+    row("promotion -> handoff (s)", &h, "s");
+    row("promotion -> worker signalled (s)", &sig, "s");
+    let ratio = h["p99"].as_f64().unwrap() / poll_only_bound;
+    println!("  confirming at the poll interval only: bound N x poll = {poll_only_bound:.1}s; p99 to handoff is {:.0}% of it", ratio * 100.0);
+    json!({
+        "setting": {"name": s.name, "poll": s.poll, "confirm_interval": s.confirm, "confirmations": s.confirmations, "probe_timeout": s.timeout, "jitter": s.jitter},
+        "to_handoff_s": h,
+        "to_signal_s": sig,
+        "poll_only_bound_s": poll_only_bound,
+        "p99_to_handoff_over_bound": ratio,
+    })
+}
+
+async fn futures_join<T: Send + 'static>(
+    tasks: Vec<impl std::future::Future<Output = T> + Send + 'static>,
+) -> Vec<T> {
+    let handles: Vec<_> = tasks.into_iter().map(tokio::spawn).collect();
+    let mut out = Vec::new();
+    for h in handles {
+        out.push(h.await.unwrap());
+    }
+    out
+}
+
+fn one_failover(
+    s: &Setting,
+    index: usize,
+) -> impl std::future::Future<Output = (f64, f64)> + Send + 'static {
+    let (poll, confirm, timeout, jitter, confirmations) =
+        (s.poll, s.confirm, s.timeout, s.jitter, s.confirmations);
+    async move {
+        let mut hubs = Hubs::start().await;
+        hubs.both_claim(&hubs.primary, "ctrl-a");
+        let worker = Worker::new(
+            hubs.dir.path(),
+            &format!("bench-worker-{}-{index}", std::process::id()),
+            Temper::Obliging,
+        );
+        let mut args = hubs.args(poll, timeout, confirmations);
+        args.retain(|a| !a.starts_with("--confirm-interval"));
+        args.extend([
+            format!("--confirm-interval={confirm}"),
+            "--restart-mode=signal".into(),
+            format!("--worker-process={}", worker.name),
+            format!("--restart-jitter={jitter}"),
+        ]);
+        let handoff = hubs.handoff_dir();
+        let sidecar = tokio::task::spawn_blocking(move || Sidecar::spawn(&args, &handoff))
+            .await
+            .unwrap();
+        let handoff = hubs.handoff_dir();
+        let w = worker.clone();
+        let _kubelet = Kubelet::run(move || w.command(&handoff));
+        while worker.starts().is_empty() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        // Promote at a random phase of the poll cycle.
+        tokio::time::sleep(Duration::from_secs_f64(fastrand::f64() * secs(poll))).await;
+        hubs.primary.stop();
+        hubs.secondary.claim(&hubs.secondary.endpoint(), "ctrl-b");
+        let promoted = Timestamp::now();
+        let deadline = Instant::now() + Duration::from_secs(120);
+        let (handoff_at, signal_at) = loop {
+            let logs = sidecar.logs();
+            let decided = sidecar
+                .handoff()
+                .filter(|h| h["reason"] == "switch")
+                .and_then(|h| h["decidedAt"].as_str()?.parse::<Timestamp>().ok());
+            let signalled = logs
+                .lines()
+                .find(|l| l.contains("signalled the worker"))
+                .and_then(|l| l.split_whitespace().next()?.parse::<Timestamp>().ok());
+            if let (Some(d), Some(s)) = (decided, signalled) {
+                break (d, s);
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no failover within 120 s:\n{logs}"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
+        let since = |t: Timestamp| t.duration_since(promoted).as_secs_f64();
+        (since(handoff_at), since(signal_at))
+    }
+}
+
+/// Round time with one hub hung: the round must cost the probe timeout and nothing more.
+async fn hung_hub_rounds(rounds: usize) -> Value {
+    let timeout_ms = 200.0;
+    println!(
+        "\nround time with the secondary hung (probe timeout {timeout_ms} ms, {rounds} rounds)"
+    );
+    let hubs = Hubs::start().await;
+    hubs.both_claim(&hubs.primary, "ctrl-a");
+    hubs.secondary.set_fault(support::fake_hub::Fault::Hang);
+    let args = hubs.args("300ms", "200ms", 3);
+    let handoff = hubs.handoff_dir();
+    let sidecar = tokio::task::spawn_blocking(move || {
+        Sidecar::spawn_with_env(
+            &args,
+            &handoff,
+            &[("RUST_LOG", "info,hub_follower::follower=debug")],
+        )
+    })
+    .await
+    .unwrap();
+    let took = loop {
+        let took: Vec<f64> = sidecar
+            .logs()
+            .lines()
+            .filter(|l| l.contains("round completed"))
+            .filter_map(|l| {
+                l.split("took_ms=")
+                    .nth(1)?
+                    .split_whitespace()
+                    .next()?
+                    .parse()
+                    .ok()
+            })
+            .collect();
+        if took.len() > rounds {
+            break took;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    // The first round also builds both clients; the steady state is what the goal is about.
+    let over: Vec<f64> = took[1..=rounds].iter().map(|t| t - timeout_ms).collect();
+    let s = summary(over);
+    row("round time - probe timeout (ms)", &s, "ms");
+    println!("  goal: p99 under 50 ms");
+    json!({"probe_timeout_ms": timeout_ms, "round_minus_timeout_ms": s})
+}
+
+fn proc_stat(pid: u32) -> (f64, f64, f64) {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let kib = |key: &str| {
+        status
+            .lines()
+            .find(|l| l.starts_with(key))
+            .and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let fields: Vec<&str> = stat[stat.rfind(')').unwrap_or(0) + 1..]
+        .split_whitespace()
+        .collect();
+    let ticks: f64 = fields
+        .get(11)
+        .and_then(|u| u.parse::<f64>().ok())
+        .unwrap_or(0.0)
+        + fields
+            .get(12)
+            .and_then(|s| s.parse::<f64>().ok())
+            .unwrap_or(0.0);
+    let hz = 100.0; // USER_HZ on Linux
+    (kib("VmRSS:") / 1024.0, kib("VmHWM:") / 1024.0, ticks / hz)
+}
+
+/// RSS, CPU per round and TLS handshakes per round over `rounds` rounds against two hubs.
+async fn footprint(rounds: u64) -> Value {
+    println!("\nfootprint over {rounds} rounds against two answering hubs (poll 100ms)");
+    let hubs = Hubs::start().await;
+    hubs.both_claim(&hubs.primary, "ctrl-a");
+    let args = hubs.args("100ms", "80ms", 3);
+    let handoff = hubs.handoff_dir();
+    let sidecar = tokio::task::spawn_blocking(move || Sidecar::spawn(&args, &handoff))
+        .await
+        .unwrap();
+    let pid = sidecar.pid();
+    let started = Instant::now();
+    let (_, _, cpu0) = proc_stat(pid);
+    let mut samples = Vec::new();
+    while hubs.primary.requests() < rounds || hubs.secondary.requests() < rounds {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        samples.push(proc_stat(pid).0);
+    }
+    let (rss, hwm, cpu1) = proc_stat(pid);
+    let done = hubs.primary.requests().min(hubs.secondary.requests());
+    let elapsed = started.elapsed().as_secs_f64();
+    let cpu_ms_per_round = (cpu1 - cpu0) * 1e3 / done as f64;
+    let handshakes = (hubs.primary.handshakes(), hubs.secondary.handshakes());
+    let per_round = (handshakes.0 + handshakes.1).saturating_sub(2) as f64 / done as f64;
+    println!("  RSS steady {rss:.2} MiB, peak {hwm:.2} MiB (goal: at most 10 MiB)");
+    println!("  CPU {cpu_ms_per_round:.3} ms per round (goal: at most 1 ms), over {done} rounds in {elapsed:.0} s");
+    println!(
+        "  TLS handshakes: primary {} secondary {}; {per_round:.4} per round after the first",
+        handshakes.0, handshakes.1
+    );
+    json!({
+        "rounds": done,
+        "rss_mib": rss,
+        "peak_rss_mib": hwm,
+        "cpu_ms_per_round": cpu_ms_per_round,
+        "handshakes": [handshakes.0, handshakes.1],
+        "handshakes_per_round_after_first": per_round,
+        "rss_samples_mib": samples,
+    })
+}
+
+/// Requests per second each hub serves per worker at the default settings, and at fleet scale.
+async fn idle_rate(sidecars: usize, for_: Duration) -> Value {
+    println!(
+        "\nidle request rate at defaults: {sidecars} sidecars for {} s against one hub pair",
+        for_.as_secs()
+    );
+    let hubs = Hubs::start().await;
+    hubs.both_claim(&hubs.primary, "ctrl-a");
+    let mut args = hubs.args("10s", "3s", 3);
+    args.retain(|a| !a.starts_with("--confirm-interval"));
+    let mut running = Vec::new();
+    for i in 0..sidecars {
+        let args = args.clone();
+        let handoff = hubs.dir.path().join(format!("handoff-{i}"));
+        running.push(
+            tokio::task::spawn_blocking(move || Sidecar::spawn(&args, &handoff))
+                .await
+                .unwrap(),
+        );
+    }
+    let (p0, s0) = (hubs.primary.requests(), hubs.secondary.requests());
+    tokio::time::sleep(for_).await;
+    let per_worker = |n: u64| n as f64 / for_.as_secs_f64() / sidecars as f64;
+    let (p, s) = (
+        per_worker(hubs.primary.requests() - p0),
+        per_worker(hubs.secondary.requests() - s0),
+    );
+    let rss: Vec<f64> = running.iter().map(|s| proc_stat(s.pid()).0).collect();
+    println!("  per worker: primary {p:.4} req/s, secondary {s:.4} req/s");
+    println!(
+        "  each hub at 1,000 workers: {:.0} req/s; at 10,000: {:.0} req/s",
+        p * 1e3,
+        p * 1e4
+    );
+    println!(
+        "  RSS of each idle sidecar: {:?} MiB",
+        rss.iter()
+            .map(|r| (r * 100.0).round() / 100.0)
+            .collect::<Vec<_>>()
+    );
+    json!({
+        "sidecars": sidecars,
+        "seconds": for_.as_secs(),
+        "per_worker_req_per_s": {"primary": p, "secondary": s},
+        "per_hub_req_per_s_at_1000_workers": p * 1e3,
+        "per_hub_req_per_s_at_10000_workers": p * 1e4,
+        "idle_rss_mib": rss,
+    })
+}
+
+fn machine() -> Value {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .unwrap_or_default()
+        .lines()
+        .find(|l| l.starts_with("model name"))
+        .and_then(|l| l.split(':').nth(1))
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default();
+    json!({
+        "cpu": cpu,
+        "cores": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
+        "kernel": std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default().trim(),
+    })
+}

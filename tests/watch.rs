@@ -1,0 +1,193 @@
+//! The watch fast path against fake hubs that serve list and watch: claim changes are read at
+//! once, a broken watch leaves polling in charge, and the rule's protections hold either way.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use support::fake_hub::WatchFault;
+use support::{Hubs, Sidecar};
+
+const ROGUE: &str = "https://203.0.113.9:6443";
+
+fn watch_args(hubs: &Hubs, poll: &str, confirm: &str) -> Vec<String> {
+    let timeout = if poll == "10s" { "1s" } else { "300ms" };
+    let mut args = hubs.args(poll, timeout, 3);
+    args.retain(|a| !a.starts_with("--watch") && !a.starts_with("--confirm-interval"));
+    args.extend([
+        "--watch=true".to_string(),
+        "--watch-timeout=20s".into(),
+        format!("--confirm-interval={confirm}"),
+    ]);
+    args
+}
+
+fn watches_up(s: &Sidecar) -> bool {
+    let st = s.status();
+    st["watches"]["primary"]["state"] == "up" && st["watches"]["secondary"]["state"] == "up"
+}
+
+fn published(s: &Sidecar) -> (String, u64) {
+    let h = s.handoff().unwrap();
+    (
+        h["hub"].as_str().unwrap().to_string(),
+        h["generation"].as_u64().unwrap(),
+    )
+}
+
+fn started(hubs: &Hubs, args: &[String]) -> Sidecar {
+    hubs.both_claim(&hubs.primary, "ctrl-a");
+    let s = Sidecar::spawn(args, &hubs.handoff_dir());
+    s.wait_until("startup", Duration::from_secs(10), |s| {
+        s.handoff().is_some()
+    });
+    s
+}
+
+/// Waits until each hub served one more read, i.e. one more round ran.
+fn next_round(s: &Sidecar, hubs: &Hubs) {
+    let (p, q) = (hubs.primary.requests(), hubs.secondary.requests());
+    s.wait_until("a round", Duration::from_secs(15), |_| {
+        hubs.primary.requests() > p && hubs.secondary.requests() > q
+    });
+    std::thread::sleep(Duration::from_millis(50));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_claim_change_is_followed_within_the_confirmations_not_the_poll_interval() {
+    let hubs = Hubs::start().await;
+    let s = started(&hubs, &watch_args(&hubs, "10s", "300ms"));
+    s.wait_until("both watches are up", Duration::from_secs(10), watches_up);
+    let query = hubs.primary.state.lock().unwrap().last_watch_query.clone();
+    assert!(
+        query.contains("fieldSelector=metadata.name%3Dworker-1"),
+        "{query}"
+    );
+    assert!(query.contains("timeoutSeconds=20"), "{query}");
+
+    hubs.both_claim(&hubs.secondary, "ctrl-b");
+    let changed = Instant::now();
+    s.wait_until("the switch", Duration::from_secs(5), |s| {
+        published(s).0 == "secondary"
+    });
+    let took = changed.elapsed();
+    // (N - 1) x confirm-interval + 500 ms, against up to 10 s for the next tick.
+    assert!(
+        took < Duration::from_millis(2 * 300 + 500),
+        "followed after {took:?}"
+    );
+    assert_eq!(published(&s).1, 2);
+    assert!(s.logs().contains("count=2"), "{}", s.logs());
+    assert!(
+        s.metric("kubeslice_worker_hub_watch_events_total{hub=\"primary\",type=\"apply\"}") >= 1.0
+    );
+    assert_eq!(
+        s.metric("kubeslice_worker_hub_watch_up{hub=\"secondary\"}"),
+        1.0
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn broken_watches_leave_polling_in_charge_with_the_same_protections() {
+    for fault in [
+        WatchFault::Hang,
+        WatchFault::Reset,
+        WatchFault::Status(404),
+        WatchFault::Status(410),
+    ] {
+        let hubs = Hubs::start().await;
+        hubs.primary.set_watch_fault(fault.clone());
+        hubs.secondary.set_watch_fault(fault.clone());
+        let s = started(&hubs, &watch_args(&hubs, "400ms", "400ms"));
+        std::thread::sleep(Duration::from_millis(500));
+        // A watch that hangs after its headers looks like a quiet one until kube's idle deadline
+        // (a little above --watch-timeout) drops it; the others fail visibly.
+        if fault != WatchFault::Hang {
+            assert!(!watches_up(&s), "{fault:?}: a broken watch reported up");
+        }
+
+        // An unconfigured endpoint is never followed.
+        hubs.primary.claim(ROGUE, "evil");
+        hubs.secondary.claim(ROGUE, "evil");
+        for _ in 0..4 {
+            next_round(&s, &hubs);
+        }
+        assert_eq!(published(&s), ("primary".into(), 1), "{fault:?}");
+        // A single divergent read does not switch.
+        hubs.both_claim(&hubs.secondary, "ctrl-b");
+        next_round(&s, &hubs);
+        hubs.both_claim(&hubs.primary, "ctrl-a");
+        for _ in 0..3 {
+            next_round(&s, &hubs);
+        }
+        assert_eq!(published(&s), ("primary".into(), 1), "{fault:?}");
+        // A real failover is still followed, by polling.
+        hubs.both_claim(&hubs.secondary, "ctrl-b");
+        s.wait_until("the switch by polling", Duration::from_secs(10), |s| {
+            published(s).0 == "secondary"
+        });
+        if fault != WatchFault::Hang {
+            let restarts = support::metric_sum(
+                &s.get("/metrics").1,
+                "kubeslice_worker_hub_watch_restarts_total",
+            );
+            assert!(restarts >= 1.0, "{fault:?}: no watch restart counted");
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn flapping_events_never_switch() {
+    let hubs = Hubs::start().await;
+    let s = started(&hubs, &watch_args(&hubs, "10s", "300ms"));
+    s.wait_until("both watches are up", Duration::from_secs(10), watches_up);
+    // Each change is an event that starts a round at once; the next change comes right after it.
+    for i in 0..8 {
+        let winner = if i % 2 == 0 {
+            &hubs.secondary
+        } else {
+            &hubs.primary
+        };
+        hubs.both_claim(winner, "ctrl");
+        next_round(&s, &hubs);
+    }
+    std::thread::sleep(Duration::from_millis(1000));
+    assert_eq!(published(&s), ("primary".into(), 1));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_event_storm_costs_a_bounded_number_of_rounds() {
+    let hubs = Hubs::start().await;
+    let s = started(&hubs, &watch_args(&hubs, "10s", "1s"));
+    s.wait_until("both watches are up", Duration::from_secs(10), watches_up);
+    let before = hubs.primary.requests();
+    let events_before = support::metric_sum(
+        &s.get("/metrics").1,
+        "kubeslice_worker_hub_watch_events_total",
+    );
+    let storm = Instant::now();
+    let mut changes = 0;
+    while storm.elapsed() < Duration::from_secs(2) {
+        // Identity changes on the established hub: claim changes, never a switch.
+        hubs.primary
+            .claim(&hubs.primary.endpoint(), &format!("ctrl-{changes}"));
+        changes += 1;
+        tokio::time::sleep(Duration::from_millis(3)).await;
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let rounds = hubs.primary.requests() - before;
+    let events = support::metric_sum(
+        &s.get("/metrics").1,
+        "kubeslice_worker_hub_watch_events_total",
+    ) - events_before;
+    // At most one watch-started round per 200 ms: 2 s of storm is 10, plus the edges.
+    assert!(
+        rounds <= 12,
+        "{rounds} rounds for {changes} changes ({events} events)"
+    );
+    assert!(
+        events > rounds as f64 * 2.0,
+        "the storm did not reach the sidecar: {events} events, {rounds} rounds"
+    );
+    assert_eq!(published(&s), ("primary".into(), 1));
+}
