@@ -33,6 +33,9 @@ pub struct Follower {
     trigger: Arc<Notify>,
 }
 
+/// Follows the client a hub is read with (a rotated CA file builds a new one).
+pub type HubClients = watch::Receiver<Option<kube::Client>>;
+
 /// Rounds started by the watch are at least this far apart, so an event storm costs a bounded
 /// number of rounds (notifications that arrive meanwhile fold into one).
 const MIN_WATCH_SPACING: std::time::Duration = std::time::Duration::from_millis(200);
@@ -74,12 +77,7 @@ impl Follower {
     }
 
     /// What the watches notify, and each hub's client for them to watch with.
-    pub fn watch_inputs(
-        &self,
-    ) -> (
-        Arc<Notify>,
-        Vec<(HubId, watch::Receiver<Option<kube::Client>>)>,
-    ) {
+    pub fn watch_inputs(&self) -> (Arc<Notify>, Vec<(HubId, HubClients)>) {
         let clients = self.hubs.iter().map(|h| (h.id(), h.clients())).collect();
         (self.trigger.clone(), clients)
     }
