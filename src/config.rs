@@ -155,11 +155,23 @@ pub struct Settings {
         default_value = "0.0.0.0:8095"
     )]
     pub listen: String,
-    #[arg(long, env = "HUB_FOLLOWER_LOG_FORMAT", global = true, value_enum, default_value_t = LogFormat::Json)]
-    pub log_format: LogFormat,
+    /// json or text. Parsed with the rest (not by clap), so that `exec` and `install` in the
+    /// worker's container never trip over the sidecar's settings in a shared env block.
+    #[arg(
+        long,
+        env = "HUB_FOLLOWER_LOG_FORMAT",
+        global = true,
+        default_value = "json"
+    )]
+    pub log_format: String,
     /// How the worker is restarted after a confirmed switch: signal, liveness or none.
-    #[arg(long, env = "HUB_RESTART_MODE", global = true, value_enum, default_value_t = RestartMode::Liveness)]
-    pub restart_mode: RestartMode,
+    #[arg(
+        long,
+        env = "HUB_RESTART_MODE",
+        global = true,
+        default_value = "signal"
+    )]
+    pub restart_mode: String,
     /// Base name of the worker's executable (signal mode).
     #[arg(
         long,
@@ -260,7 +272,18 @@ impl RestartConfig {
             )
         })?;
         Ok(Self {
-            mode: s.restart_mode,
+            mode: match s.restart_mode.trim() {
+                "signal" => RestartMode::Signal,
+                "liveness" => RestartMode::Liveness,
+                "none" => RestartMode::None,
+                other => {
+                    return Err(invalid(
+                        "--restart-mode",
+                        "HUB_RESTART_MODE",
+                        format!("expected signal, liveness or none, got {other:?}"),
+                    ))
+                }
+            },
             worker_process: worker_process.to_string(),
             signal,
             signal_name: s.restart_signal.trim().to_ascii_uppercase(),
@@ -464,7 +487,17 @@ impl Config {
             confirmations,
             handoff_dir: s.handoff_dir.clone(),
             listen,
-            log_format: s.log_format,
+            log_format: match s.log_format.trim() {
+                "json" => LogFormat::Json,
+                "text" => LogFormat::Text,
+                other => {
+                    return Err(invalid(
+                        "--log-format",
+                        "HUB_FOLLOWER_LOG_FORMAT",
+                        format!("expected json or text, got {other:?}"),
+                    ))
+                }
+            },
             restart: RestartConfig::from_settings(s)?,
         })
     }
@@ -625,7 +658,7 @@ mod tests {
         assert_eq!(c.listen, "0.0.0.0:8095".parse().unwrap());
         assert_eq!(c.handoff_dir, PathBuf::from("/var/run/hub-follower"));
         assert_eq!(c.log_format, LogFormat::Json);
-        assert_eq!(c.restart.mode, RestartMode::Liveness);
+        assert_eq!(c.restart.mode, RestartMode::Signal);
         assert_eq!(c.restart.worker_process, "manager");
         assert_eq!(c.restart.signal, rustix::process::Signal::TERM);
         assert_eq!(c.restart.kill_after, Duration::from_secs(30));
@@ -703,6 +736,12 @@ mod tests {
                 "base name",
             ),
             (&["--restart-signal=SIGSEGV"], "--restart-signal", "SIGTERM"),
+            (
+                &["--restart-mode=kill"],
+                "--restart-mode",
+                "signal, liveness or none",
+            ),
+            (&["--log-format=yaml"], "--log-format", "json or text"),
             (&["--kill-after=0s"], "--kill-after", "longer than zero"),
             (&["--restart-jitter=lots"], "--restart-jitter", "duration"),
         ];

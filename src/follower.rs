@@ -162,6 +162,9 @@ impl Follower {
             Ok(None) => return,
             Err(e) => {
                 tracing::warn!(error = %e, "ignoring the handoff left by an earlier run");
+                if let Some(g) = handoff::generation_on_disk(dir) {
+                    self.next_generation = g + 1;
+                }
                 return;
             }
         };

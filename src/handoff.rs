@@ -213,6 +213,20 @@ pub fn publish(dir: &Path, handoff: &Handoff) -> Result<(), HandoffError> {
     Ok(())
 }
 
+/// The highest generation among the version folders in `dir`, for when `active-hub.json` can't
+/// be read: generations must keep going up across sidecar restarts, whatever happened to it.
+pub fn generation_on_disk(dir: &Path) -> Option<u64> {
+    fs::read_dir(dir)
+        .ok()?
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name();
+            let rest = name.to_str()?.strip_prefix("..")?;
+            rest.split_once('_')?.0.parse::<u64>().ok()
+        })
+        .max()
+}
+
 /// Checks at startup that `dir` exists (or can be made) and takes writes, so that a bad mount is
 /// a configuration error and not a silent failure at the first switch.
 pub fn ensure_writable(dir: &Path) -> io::Result<()> {
@@ -392,6 +406,17 @@ mod tests {
             leftovers.is_empty(),
             "the half-written version was not pruned"
         );
+    }
+
+    #[test]
+    fn the_generation_survives_an_unreadable_decision_file() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(generation_on_disk(dir.path()), None);
+        publish(dir.path(), &sample(41)).unwrap();
+        let version = fs::read_link(dir.path().join(DATA_LINK)).unwrap();
+        fs::write(dir.path().join(&version).join(JSON_FILE), b"garbage").unwrap();
+        assert!(read(dir.path()).is_err());
+        assert_eq!(generation_on_disk(dir.path()), Some(41));
     }
 
     #[test]

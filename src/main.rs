@@ -103,8 +103,14 @@ fn usage_error(message: &str) -> ExitCode {
 }
 
 fn init_logs(format: LogFormat) {
-    let filter =
-        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(DEFAULT_FILTER));
+    let filter = match std::env::var("RUST_LOG") {
+        // A bare level (what the chart's logLevel sets) keeps the client libraries quiet too.
+        Ok(level) if matches!(level.trim(), "error" | "warn" | "info" | "debug" | "trace") => {
+            EnvFilter::new(DEFAULT_FILTER.replacen("info", level.trim(), 1))
+        }
+        Ok(directives) if !directives.trim().is_empty() => EnvFilter::new(directives),
+        _ => EnvFilter::new(DEFAULT_FILTER),
+    };
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);

@@ -25,6 +25,7 @@ pub enum Mode {
 
 /// One hub's last verdict, as `/status` shows it.
 #[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct HubView {
     pub endpoint: String,
     pub verdict: &'static str,

@@ -295,7 +295,7 @@ async fn a_round_with_one_hub_hung_completes_within_the_probe_timeout() {
     );
     // The other hub's verdict did not wait for the hung one.
     assert_eq!(status["hubs"]["primary"]["verdict"], "claim");
-    assert!(status["hubs"]["primary"]["latency_ms"].as_f64().unwrap() < 500.0);
+    assert!(status["hubs"]["primary"]["latencyMs"].as_f64().unwrap() < 500.0);
     assert_eq!(s.get("/healthz").0, 200);
 }
 

@@ -91,6 +91,31 @@ async fn signal_mode_signals_once_and_the_worker_restarts_on_the_new_hub() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_sidecar_that_crashed_between_publishing_a_switch_and_the_restart_finishes_the_move() {
+    let hubs = Hubs::start().await;
+    let worker = Worker::new(hubs.dir.path(), "stand-in-crash", Temper::Obliging);
+    // A long jitter holds the restart back, so the crash lands between publish and restart.
+    let args = restart_args(&hubs, "signal", &worker.name, &["--restart-jitter=1h"]);
+    let (mut s, _kubelet) = setup(&hubs, args, &worker);
+    fail_over(&hubs);
+    s.wait_until("the switch is published", Duration::from_secs(10), |s| {
+        s.handoff().is_some_and(|h| h["reason"] == "switch")
+    });
+    support::signal(s.pid(), "KILL");
+    let _ = s.terminate();
+    assert!(worker.signals().is_empty());
+
+    let args = restart_args(&hubs, "signal", &worker.name, &[]);
+    let s = Sidecar::spawn(&args, &hubs.handoff_dir());
+    s.wait_until("the restart is verified", Duration::from_secs(20), |s| {
+        phase(s) == "verified"
+    });
+    assert_eq!(s.handoff().unwrap()["reason"], "resumed");
+    assert_eq!(worker.signals().len(), 1);
+    assert_eq!(worker.starts()[1].1, hubs.secondary.endpoint());
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn a_worker_that_ignores_sigterm_is_killed_after_kill_after() {
     let hubs = Hubs::start().await;
     let worker = Worker::new(hubs.dir.path(), "stand-in-stubborn", Temper::Stubborn);
@@ -287,6 +312,8 @@ async fn none_mode_touches_no_process_and_counts_observed() {
         s.logs()
     );
     assert_eq!(total_restarts(&s), 1.0);
+    // Observe only: the gate is not touched either.
+    assert_eq!(s.get("/worker/livez").0, 200);
 }
 
 #[tokio::test(flavor = "multi_thread")]

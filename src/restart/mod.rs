@@ -224,8 +224,20 @@ impl Restarter {
     fn on_published(&mut self, h: Handoff) {
         if h.reason != Reason::Switch {
             // Startup, default, resumed, single hub: the worker starts on (or, after a sidecar
-            // restart, already runs on) this decision. Never a restart.
+            // restart, already runs on) this decision. Never a restart...
             if self.worker.is_none() {
+                if let Some(worker_hub) = self.resumed_mid_switch(&h) {
+                    // ...unless the sidecar restarted between publishing a switch and moving
+                    // the worker: the worker's acknowledgement names the hub it really runs on.
+                    tracing::info!(worker_hub = %worker_hub, decision = %h.hub, "the worker still runs on the hub before the last switch; moving it");
+                    self.worker = Some((worker_hub, 0));
+                    let generation = h.generation;
+                    self.target = Some(h);
+                    self.schedule();
+                    self.refresh_on_current();
+                    self.update(|v| v.target_generation = Some(generation));
+                    return;
+                }
                 self.worker = Some((h.hub, h.generation));
             }
             return;
@@ -237,6 +249,14 @@ impl Restarter {
         }
         self.refresh_on_current();
         self.update(|v| v.target_generation = Some(generation));
+    }
+
+    fn resumed_mid_switch(&self, h: &Handoff) -> Option<HubId> {
+        if h.reason != Reason::Resumed {
+            return None;
+        }
+        let ack = handoff::read_ack(&self.handoff_dir)?;
+        ack.hub.filter(|hub| *hub != h.hub)
     }
 
     fn schedule(&mut self) {
@@ -312,10 +332,14 @@ impl Restarter {
             "hub switched to {} ({}) at generation {}; the worker has not restarted onto it yet",
             target.hub, target.endpoint, target.generation
         );
+        // Observe-only touches nothing, the gate included.
+        let gate = self.config.mode != RestartMode::None;
         self.update(|v| {
-            v.gate_since = Some(now);
-            v.gate_failing = true;
-            v.gate_reason = Some(gate_reason);
+            if gate {
+                v.gate_since = Some(now);
+                v.gate_failing = true;
+                v.gate_reason = Some(gate_reason);
+            }
             v.waiting_for = None;
             v.since = Some(now_rfc3339());
             v.phase = Phase::Verifying;

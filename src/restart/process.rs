@@ -170,7 +170,15 @@ mod tests {
         let link = dir.path().join(name);
         std::os::unix::fs::symlink("/bin/sleep", &link).unwrap();
         let mut child = std::process::Command::new(&link).arg("30").spawn().unwrap();
-        let found = find(name);
+        // /proc shows the new image a moment after spawn returns on a loaded machine.
+        let mut found = find(name);
+        for _ in 0..100 {
+            if !found.is_empty() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            found = find(name);
+        }
         assert_eq!(found.len(), 1, "{found:?}");
         assert_eq!(found[0].pid, child.id() as i32);
         assert!(alive(found[0]));
