@@ -54,20 +54,31 @@ fn main() {
     let n = if opts.quick { 5 } else { 20 };
     let settings = [
         Setting {
-            name: "default",
+            name: "default, polling only",
             poll: "10s",
             confirm: "1s",
             timeout: "3s",
             confirmations: 3,
             jitter: "5s",
+            watch: false,
         },
         Setting {
-            name: "aggressive",
+            name: "default, with the watch",
+            poll: "10s",
+            confirm: "1s",
+            timeout: "3s",
+            confirmations: 3,
+            jitter: "5s",
+            watch: true,
+        },
+        Setting {
+            name: "aggressive, polling only",
             poll: "2s",
             confirm: "500ms",
             timeout: "1s",
             confirmations: 3,
             jitter: "1s",
+            watch: false,
         },
     ];
     let mut failovers = Vec::new();
@@ -76,10 +87,12 @@ fn main() {
     }
     let hung = rt.block_on(hung_hub_rounds(if opts.quick { 30 } else { 100 }));
     let footprint = rt.block_on(footprint(if opts.quick { 200 } else { 1000 }));
-    let idle = rt.block_on(idle_rate(
-        if opts.quick { 3 } else { 10 },
-        Duration::from_secs(if opts.quick { 15 } else { 30 }),
-    ));
+    let idle_for = Duration::from_secs(if opts.quick { 15 } else { 60 });
+    let sidecars = if opts.quick { 3 } else { 10 };
+    let idle = json!({
+        "polling_only": rt.block_on(idle_rate(sidecars, idle_for, false)),
+        "with_watch": rt.block_on(idle_rate(sidecars, idle_for, true)),
+    });
 
     let results = json!({
         "when": Timestamp::now().to_string(),
@@ -104,6 +117,7 @@ struct Setting {
     timeout: &'static str,
     confirmations: u32,
     jitter: &'static str,
+    watch: bool,
 }
 
 fn secs(d: &str) -> f64 {
@@ -152,7 +166,7 @@ async fn failover_latency(s: &Setting, n: usize) -> Value {
     let ratio = h["p99"].as_f64().unwrap() / poll_only_bound;
     println!("  confirming at the poll interval only: bound N x poll = {poll_only_bound:.1}s; p99 to handoff is {:.0}% of it", ratio * 100.0);
     json!({
-        "setting": {"name": s.name, "poll": s.poll, "confirm_interval": s.confirm, "confirmations": s.confirmations, "probe_timeout": s.timeout, "jitter": s.jitter},
+        "setting": {"name": s.name, "watch": s.watch, "poll": s.poll, "confirm_interval": s.confirm, "confirmations": s.confirmations, "probe_timeout": s.timeout, "jitter": s.jitter},
         "to_handoff_s": h,
         "to_signal_s": sig,
         "poll_only_bound_s": poll_only_bound,
@@ -175,8 +189,14 @@ fn one_failover(
     s: &Setting,
     index: usize,
 ) -> impl std::future::Future<Output = (f64, f64)> + Send + 'static {
-    let (poll, confirm, timeout, jitter, confirmations) =
-        (s.poll, s.confirm, s.timeout, s.jitter, s.confirmations);
+    let (poll, confirm, timeout, jitter, confirmations, watch) = (
+        s.poll,
+        s.confirm,
+        s.timeout,
+        s.jitter,
+        s.confirmations,
+        s.watch,
+    );
     async move {
         let mut hubs = Hubs::start().await;
         hubs.both_claim(&hubs.primary, "ctrl-a");
@@ -186,7 +206,8 @@ fn one_failover(
             Temper::Obliging,
         );
         let mut args = hubs.args(poll, timeout, confirmations);
-        args.retain(|a| !a.starts_with("--confirm-interval"));
+        args.retain(|a| !a.starts_with("--confirm-interval") && !a.starts_with("--watch"));
+        args.push(format!("--watch={watch}"));
         args.extend([
             format!("--confirm-interval={confirm}"),
             "--restart-mode=signal".into(),
@@ -347,15 +368,21 @@ async fn footprint(rounds: u64) -> Value {
 }
 
 /// Requests per second each hub serves per worker at the default settings, and at fleet scale.
-async fn idle_rate(sidecars: usize, for_: Duration) -> Value {
+async fn idle_rate(sidecars: usize, for_: Duration, watch: bool) -> Value {
     println!(
-        "\nidle request rate at defaults: {sidecars} sidecars for {} s against one hub pair",
+        "\nidle cost at defaults ({}): {sidecars} sidecars for {} s against one hub pair",
+        if watch {
+            "with the watch"
+        } else {
+            "polling only"
+        },
         for_.as_secs()
     );
     let hubs = Hubs::start().await;
     hubs.both_claim(&hubs.primary, "ctrl-a");
     let mut args = hubs.args("10s", "3s", 3);
-    args.retain(|a| !a.starts_with("--confirm-interval"));
+    args.retain(|a| !a.starts_with("--confirm-interval") && !a.starts_with("--watch"));
+    args.push(format!("--watch={watch}"));
     let mut running = Vec::new();
     for i in 0..sidecars {
         let args = args.clone();
@@ -366,12 +393,15 @@ async fn idle_rate(sidecars: usize, for_: Duration) -> Value {
                 .unwrap(),
         );
     }
-    let (p0, s0) = (hubs.primary.requests(), hubs.secondary.requests());
+    // Let the watches settle (their initial list) before counting.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let all = |h: &support::fake_hub::FakeHub| h.requests() + h.watch_requests();
+    let (p0, s0) = (all(&hubs.primary), all(&hubs.secondary));
     tokio::time::sleep(for_).await;
     let per_worker = |n: u64| n as f64 / for_.as_secs_f64() / sidecars as f64;
     let (p, s) = (
-        per_worker(hubs.primary.requests() - p0),
-        per_worker(hubs.secondary.requests() - s0),
+        per_worker(all(&hubs.primary) - p0),
+        per_worker(all(&hubs.secondary) - s0),
     );
     let rss: Vec<f64> = running.iter().map(|s| proc_stat(s.pid()).0).collect();
     println!("  per worker: primary {p:.4} req/s, secondary {s:.4} req/s");
@@ -387,6 +417,7 @@ async fn idle_rate(sidecars: usize, for_: Duration) -> Value {
             .collect::<Vec<_>>()
     );
     json!({
+        "watch": watch,
         "sidecars": sidecars,
         "seconds": for_.as_secs(),
         "per_worker_req_per_s": {"primary": p, "secondary": s},

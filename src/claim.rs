@@ -58,7 +58,13 @@ impl Endpoint {
         if host.is_empty() {
             return Err(EndpointError::NoHost);
         }
-        let port = authority.port_u16().unwrap_or(443);
+        // `port()` is None both for no port and for one that is not a u16: tell them apart.
+        let port_text = &authority.as_str()[authority.host().len()..];
+        let port = match (port_text, authority.port_u16()) {
+            ("", _) => 443,
+            (_, Some(p)) if p != 0 => p,
+            (text, _) => return Err(EndpointError::NotAUrl(format!("bad port {text:?}"))),
+        };
         let path = uri.path().trim_end_matches('/');
         Ok(Self(format!("https://{host}:{port}{path}")))
     }
@@ -185,6 +191,18 @@ mod tests {
             "https://lb.example:443/k8s"
         );
         assert_ne!(ep("https://10.1.80.11:6443"), ep("https://10.1.80.12:6443"));
+    }
+
+    #[test]
+    fn endpoints_reject_ports_out_of_range() {
+        assert!(matches!(
+            Endpoint::parse("https://hub:99999"),
+            Err(EndpointError::NotAUrl(_))
+        ));
+        assert!(matches!(
+            Endpoint::parse("https://hub:0"),
+            Err(EndpointError::NotAUrl(_))
+        ));
     }
 
     #[test]

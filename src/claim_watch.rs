@@ -137,7 +137,10 @@ impl HubWatch {
                     .with_label_values(&[hub, kind])
                     .inc();
                 if !healthy {
+                    // kube's watcher resumes from the last resourceVersion without a new list,
+                    // so the first event after a failure is the sign that it is back.
                     tracing::info!(hub, "the watch is up again");
+                    self.set(WatchState::Up, None);
                 }
                 healthy = true;
                 let now_seen = match event {

@@ -124,8 +124,14 @@ pub struct Settings {
     )]
     pub confirm_interval: String,
     /// Watch each hub's Cluster object so that a claim change is read at once (polling stays).
-    #[arg(long, env = "HUB_WATCH", global = true, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
-    pub watch: bool,
+    #[arg(
+        long,
+        env = "HUB_WATCH",
+        global = true,
+        default_value = "true",
+        value_name = "BOOL"
+    )]
+    pub watch: String,
     /// `timeoutSeconds` of each watch request (at most 295s); a watch silent for a little
     /// longer is dropped and re-established.
     #[arg(long, env = "HUB_WATCH_TIMEOUT", global = true, default_value = "290s")]
@@ -483,7 +489,17 @@ impl Config {
             poll_interval,
             confirm_interval,
             probe_timeout,
-            watch_timeout: s.watch.then_some(watch_timeout),
+            watch_timeout: match s.watch.trim() {
+                "true" => Some(watch_timeout),
+                "false" => None,
+                other => {
+                    return Err(invalid(
+                        "--watch",
+                        "HUB_WATCH",
+                        format!("expected true or false, got {other:?}"),
+                    ))
+                }
+            },
             confirmations,
             handoff_dir: s.handoff_dir.clone(),
             listen,
@@ -730,6 +746,7 @@ mod tests {
                 "not be longer than --poll-interval",
             ),
             (&["--watch-timeout=10m"], "--watch-timeout", "295s"),
+            (&["--watch=yes"], "--watch", "true or false"),
             (
                 &["--worker-process=/manager"],
                 "--worker-process",

@@ -97,7 +97,14 @@ impl Follower {
                 _ = shutdown.changed() => return,
                 _ = tokio::time::sleep_until(next) => {}
                 _ = self.trigger.notified() => {
-                    if let Some(earliest) = last_start.map(|t| t + MIN_WATCH_SPACING) {
+                    // While a switch is pending, its confirming reads keep their spacing whatever
+                    // the watches say: N reads in quick succession would confirm a blip.
+                    let spacing = if self.resolver.pending().is_some() {
+                        self.config.confirm_interval.max(MIN_WATCH_SPACING)
+                    } else {
+                        MIN_WATCH_SPACING
+                    };
+                    if let Some(earliest) = last_start.map(|t| t + spacing) {
                         tokio::select! {
                             _ = shutdown.changed() => return,
                             _ = tokio::time::sleep_until(earliest) => {}

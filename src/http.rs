@@ -22,9 +22,15 @@ use crate::metrics::Metrics;
 use crate::restart::SharedView;
 use crate::state::Shared;
 
-const MAX_CONNECTIONS: usize = 64;
+/// Enough for kubelet, Prometheus and a few people at once many times over; past it, new
+/// connections are closed at once instead of queueing. With the buffer cap below, this bounds
+/// the server's memory at a few MiB whatever clients do.
+const MAX_CONNECTIONS: usize = 256;
 const HEADER_TIMEOUT: Duration = Duration::from_secs(5);
-const MAX_HEADER_BYTES: usize = 16 * 1024;
+/// A connection lives at most this long, kept alive or not, so that idle connections can't
+/// hold slots forever (kubelet opens a new connection per probe anyway).
+const CONNECTION_LIFETIME: Duration = Duration::from_secs(30);
+const MAX_HEADER_BYTES: usize = 8 * 1024;
 
 #[derive(Clone)]
 pub struct Handlers {
@@ -153,8 +159,10 @@ pub async fn serve(listener: TcpListener, handlers: Handlers, mut shutdown: watc
                 .max_buf_size(MAX_HEADER_BYTES)
                 .keep_alive(true)
                 .serve_connection(TokioIo::new(stream), service);
-            if let Err(e) = conn.await {
-                tracing::debug!(error = %e, "http connection ended with an error");
+            match tokio::time::timeout(CONNECTION_LIFETIME, conn).await {
+                Ok(Err(e)) => tracing::debug!(error = %e, "http connection ended with an error"),
+                Err(_) => tracing::debug!("closed an http connection at the end of its lifetime"),
+                Ok(Ok(())) => {}
             }
             drop(permit);
         });

@@ -47,6 +47,8 @@ pub struct HubClient {
     client: Option<(Vec<u8>, kube::Client)>,
     /// The current client, for the watch.
     published: watch::Sender<Option<kube::Client>>,
+    /// Not before then: the hub answered 429 or 503 with `Retry-After`.
+    backoff_until: Option<Instant>,
 }
 
 impl HubClient {
@@ -58,6 +60,7 @@ impl HubClient {
             token: Arc::new(RwLock::new(None)),
             client: None,
             published: watch::channel(None).0,
+            backoff_until: None,
         }
     }
 
@@ -77,6 +80,22 @@ impl HubClient {
     /// Reads the hub once. Never takes longer than the probe timeout, whatever the hub does.
     pub async fn probe(&mut self) -> Probe {
         let started = Instant::now();
+        if let Some(until) = self.backoff_until.filter(|u| *u > started) {
+            // The hub asked for a pause (429/503 with Retry-After): it has no say until then.
+            return Probe {
+                hub: self.config.id,
+                verdict: Verdict::Error(ProbeError::new(
+                    ErrorReason::Server,
+                    format!(
+                        "not asked again for {} (the hub's Retry-After)",
+                        humantime::format_duration(Duration::from_secs(
+                            (until - started).as_secs() + 1
+                        ))
+                    ),
+                )),
+                latency: Duration::ZERO,
+            };
+        }
         let verdict = match tokio::time::timeout(self.timeout, self.read()).await {
             Ok(Ok(verdict)) => verdict,
             Ok(Err(e)) => Verdict::Error(e),
@@ -119,6 +138,7 @@ impl HubClient {
 
         let response = client.send(request).await.map_err(classify)?;
         let status = response.status();
+        self.backoff_until = retry_after(status, response.headers()).map(|d| Instant::now() + d);
         let too_long = response
             .headers()
             .get(CONTENT_LENGTH)
@@ -295,6 +315,25 @@ fn body_error(err: &(dyn StdError + Send + Sync + 'static)) -> ProbeError {
     }
 }
 
+/// A hub that is shedding load says for how long with `Retry-After` (seconds; the HTTP-date
+/// form is not worth parsing here). Capped, so that a broken or hostile hub can't silence itself
+/// for long: during a failover every read counts.
+const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
+
+fn retry_after(status: StatusCode, headers: &http::HeaderMap) -> Option<Duration> {
+    if status != StatusCode::TOO_MANY_REQUESTS && status != StatusCode::SERVICE_UNAVAILABLE {
+        return None;
+    }
+    let secs: u64 = headers
+        .get(http::header::RETRY_AFTER)?
+        .to_str()
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
+    Some(Duration::from_secs(secs).min(MAX_RETRY_AFTER))
+}
+
 /// The reason for an HTTP status, with the message of a Kubernetes `Status` body if there is one.
 fn status_error(status: StatusCode, body: &[u8]) -> ProbeError {
     let reason = match status.as_u16() {
@@ -378,6 +417,31 @@ mod tests {
             status_error(StatusCode::BAD_GATEWAY, b"<html>").detail,
             "HTTP 502 Bad Gateway"
         );
+    }
+
+    #[test]
+    fn retry_after_is_honoured_only_for_load_shedding_and_capped() {
+        let mut h = http::HeaderMap::new();
+        h.insert(http::header::RETRY_AFTER, HeaderValue::from_static("7"));
+        assert_eq!(
+            retry_after(StatusCode::TOO_MANY_REQUESTS, &h),
+            Some(Duration::from_secs(7))
+        );
+        assert_eq!(
+            retry_after(StatusCode::SERVICE_UNAVAILABLE, &h),
+            Some(Duration::from_secs(7))
+        );
+        assert_eq!(retry_after(StatusCode::INTERNAL_SERVER_ERROR, &h), None);
+        h.insert(http::header::RETRY_AFTER, HeaderValue::from_static("86400"));
+        assert_eq!(
+            retry_after(StatusCode::TOO_MANY_REQUESTS, &h),
+            Some(MAX_RETRY_AFTER)
+        );
+        h.insert(
+            http::header::RETRY_AFTER,
+            HeaderValue::from_static("Wed, 21 Oct 2015 07:28:00 GMT"),
+        );
+        assert_eq!(retry_after(StatusCode::TOO_MANY_REQUESTS, &h), None);
     }
 
     #[test]

@@ -183,6 +183,9 @@ async fn bad_bodies_are_bad_responses() {
     let huge = format!("{{\"pad\":\"{}\"}}", "x".repeat(MAX_BODY + 10));
     for body in [
         b"{not json".to_vec(),
+        br#"{"status":{"activeController":{"endpoint":"https://10.0.0.1:6443","lastUpdated":"soon"}}}"#.to_vec(),
+        br#"{"status":{"activeController":{"endpoint":"https://10.0.0.1:6443","lastUpdated":"2999-01-01T00:00:00Z"}}}"#.to_vec(),
+        br#"{"status":{"activeController":{"endpoint":["https://10.0.0.1:6443"]}}}"#.to_vec(),
         br#"{"status":{"activeController":"https://10.0.0.1:6443"}}"#.to_vec(),
         br#"{"status":{"activeController":{"endpoint":"not a url"}}}"#.to_vec(),
         huge.into_bytes(),
@@ -224,4 +227,32 @@ async fn tls_server_name_verifies_a_certificate_that_lacks_the_endpoint_ip() {
     config.tls_server_name = Some("192.0.2.1".into());
     let mut named = HubClient::new(config, NAMESPACE, CLUSTER, TIMEOUT);
     assert_eq!(named.probe().await.verdict, Verdict::NoClaim);
+}
+
+#[tokio::test]
+async fn a_body_over_the_limit_without_a_length_is_refused_as_it_streams() {
+    let mut f = fixture().await;
+    f.hub.set_fault(Fault::HugeChunked(4 * MAX_BODY));
+    let v = f.client.probe().await.verdict;
+    assert_eq!(reason(&v), Some(ErrorReason::BadResponse), "{v:?}");
+}
+
+#[tokio::test]
+async fn load_shedding_with_retry_after_is_not_hammered() {
+    let mut f = fixture().await;
+    f.hub.set_fault(Fault::StatusRetryAfter(429, 2));
+    assert_eq!(
+        reason(&f.client.probe().await.verdict),
+        Some(ErrorReason::Server)
+    );
+    let before = f.hub.requests();
+    for _ in 0..10 {
+        let probe = f.client.probe().await;
+        assert_eq!(reason(&probe.verdict), Some(ErrorReason::Server));
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(f.hub.requests(), before, "asked again within Retry-After");
+    f.hub.set_fault(Fault::None);
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    assert_eq!(f.client.probe().await.verdict, Verdict::NoClaim);
 }

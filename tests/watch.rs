@@ -191,3 +191,32 @@ async fn an_event_storm_costs_a_bounded_number_of_rounds() {
     );
     assert_eq!(published(&s), ("primary".into(), 1));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn watch_events_do_not_hurry_the_confirming_reads() {
+    let hubs = Hubs::start().await;
+    let s = started(&hubs, &watch_args(&hubs, "10s", "1s"));
+    s.wait_until("both watches are up", Duration::from_secs(10), watches_up);
+    hubs.secondary.claim(&hubs.secondary.endpoint(), "ctrl-b");
+    let changed = Instant::now();
+    // The primary's claim keeps changing (agreeing with B, then naming a rogue endpoint): an
+    // event every few milliseconds, while the winner stays B.
+    let mut i = 0;
+    while published(&s).0 != "secondary" {
+        let endpoint = if i % 2 == 0 {
+            hubs.secondary.endpoint()
+        } else {
+            ROGUE.to_string()
+        };
+        hubs.primary.claim(&endpoint, "ctrl-b");
+        i += 1;
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert!(changed.elapsed() < Duration::from_secs(6), "no switch");
+    }
+    let took = changed.elapsed();
+    assert!(
+        took >= Duration::from_millis(1900),
+        "confirmed after {took:?}: the storm hurried the reads"
+    );
+    assert!(i > 50, "too few events to prove anything: {i}");
+}

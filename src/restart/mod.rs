@@ -487,7 +487,16 @@ impl Restarter {
         let Some(ack) = handoff::read_ack(&self.handoff_dir) else {
             return;
         };
-        if ack.generation < owed {
+        // An acknowledgement of a decision that was never published is not the wrapper's: it
+        // must not be able to cancel a restart.
+        let latest = [&self.target, &self.acting]
+            .into_iter()
+            .flatten()
+            .map(|h| h.generation)
+            .chain(self.worker.map(|(_, g)| g))
+            .max()
+            .unwrap_or(0);
+        if ack.generation < owed || ack.generation > latest {
             return;
         }
         tracing::info!(

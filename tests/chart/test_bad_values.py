@@ -28,11 +28,19 @@ SCHEMA_CASES = [
     ("port-privileged", hf(port=80), "/port", "minimum"),
     ("port-string", hf(port="8095"), "/port", "want integer"),
     ("log-format", hf(logFormat="xml"), "/logFormat", "'json', 'text'"),
+    ("log-level-word", hf(logLevel="verbose"), "/logLevel", "'error', 'warn', 'info', 'debug', 'trace'"),
+    ("log-level-case", hf(logLevel="INFO"), "/logLevel", "one of"),
+    ("log-level-directive", hf(logLevel="hub_follower=debug,info"), "/logLevel", "one of"),
+    ("confirm-interval-no-unit", hf(confirmInterval="1"), "/confirmInterval", "does not match pattern"),
+    ("confirm-interval-fraction", hf(confirmInterval="0.5s"), "/confirmInterval", "does not match pattern"),
+    ("watch-enabled-string", hf(watch={"enabled": "false"}), "/watch/enabled", "want boolean"),
+    ("watch-timeout-number", hf(watch={"timeout": 290}), "/watch/timeout", "want string"),
+    ("watch-timeout-words", hf(watch={"timeout": "290 seconds"}), "/watch/timeout", "does not match pattern"),
+    ("watch-unknown-key", hf(watch={"enable": True}), "/watch", "'enable' not allowed"),
     ("pull-policy", hf(image={"pullPolicy": "Sometimes"}), "/image/pullPolicy", "one of"),
     ("digest", hf(image={"digest": "sha256:abc"}), "/image/digest", "does not match pattern"),
     ("tag-with-colon", hf(image={"tag": "v1:2"}), "/image/tag", "does not match pattern"),
     ("secondary-http", hf(secondary={"endpoint": "http://hub-2:6443"}), "/secondary/endpoint", "pattern"),
-    ("secondary-missing", hf(secondary={"endpoint": ""}), "/secondary/endpoint", "minLength"),
     ("secret-missing", hf(secondary={"secretName": ""}), "/secondary/secretName", "minLength"),
     ("secret-invalid", hf(secondary={"secretName": "Hub_Token"}), "/secondary/secretName", "pattern"),
     ("native-string", hf(nativeSidecar="yes"), "/nativeSidecar", "want boolean"),
@@ -74,6 +82,16 @@ def test_the_same_schema_check_runs_without_rendering(chart):
 TEMPLATE_CASES = [
     ("probe-not-shorter", hf(pollInterval="5s", probeTimeout="5s"), "hubFollower.probeTimeout", "shorter than hubFollower.pollInterval"),
     ("probe-zero", hf(probeTimeout="0s"), "hubFollower.probeTimeout", "longer than zero"),
+    ("probe-longer", hf(pollInterval="2s", probeTimeout="2500ms"), "hubFollower.probeTimeout", '"2500ms" must be shorter than hubFollower.pollInterval ("2s")'),
+    ("confirm-longer", hf(confirmInterval="11s"), "hubFollower.confirmInterval", '"11s" must not be longer than hubFollower.pollInterval ("10s")'),
+    ("confirm-longer-mixed-units", hf(pollInterval="1m", probeTimeout="3s", confirmInterval="1m500ms"), "hubFollower.confirmInterval", "must not be longer than hubFollower.pollInterval"),
+    ("confirm-above-short-poll", hf(pollInterval="800ms", probeTimeout="500ms"), "hubFollower.confirmInterval", '"1s" must not be longer than hubFollower.pollInterval ("800ms")'),
+    ("confirm-zero", hf(confirmInterval="0ms"), "hubFollower.confirmInterval", "longer than zero"),
+    ("watch-timeout-long", hf(watch={"timeout": "296s"}), "hubFollower.watch.timeout", "between 1s and 295s"),
+    ("watch-timeout-hours", hf(watch={"timeout": "1h"}), "hubFollower.watch.timeout", "between 1s and 295s"),
+    ("watch-timeout-short", hf(watch={"timeout": "999ms"}), "hubFollower.watch.timeout", "between 1s and 295s"),
+    ("watch-timeout-off-too", hf(watch={"enabled": False, "timeout": "5m"}), "hubFollower.watch.timeout", "between 1s and 295s"),
+    ("secret-without-endpoint", hf(secondary={"endpoint": ""}), "hubFollower.secondary.secretName", "hubFollower.secondary.endpoint is empty"),
     ("kill-after-zero", hf(restart={"killAfter": "0ms"}), "hubFollower.restart.killAfter", "longer than zero"),
     ("cluster-missing", hf(clusterName=""), "hubFollower.clusterName", "DNS-1123 subdomain"),
     ("cluster-uppercase", hf(clusterName="Worker_1"), "hubFollower.clusterName", "DNS-1123 subdomain"),
@@ -103,6 +121,8 @@ def test_template_rejects_inconsistent_values_naming_the_field(chart, values, fi
         (hf(restart={"killAfter": "1.5m"}), "hubFollower.restart.killAfter"),
         (hf(exec={"wait": "2 minutes"}), "hubFollower.exec.wait"),
         (hf(restart={"mode": "liveness", "livenessFailFor": "90"}), "hubFollower.restart.livenessFailFor"),
+        (hf(confirmInterval="1.5s"), "hubFollower.confirmInterval"),
+        (hf(watch={"timeout": "290"}), "hubFollower.watch.timeout"),
     ],
 )
 def test_durations_are_checked_even_when_schema_validation_is_skipped(tmp_path, values, field):
@@ -113,6 +133,42 @@ def test_durations_are_checked_even_when_schema_validation_is_skipped(tmp_path, 
         assert unchecked.schema is None
         message = chartkit.render_error(unchecked, values)
     assert field in message and "is not a duration" in message, message
+
+
+@pytest.mark.parametrize(
+    "values,field,reason",
+    [
+        (hf(confirmInterval="15s"), "hubFollower.confirmInterval", "must not be longer than hubFollower.pollInterval"),
+        (hf(pollInterval="3s"), "hubFollower.probeTimeout", "must be shorter than hubFollower.pollInterval"),
+        (hf(watch={"timeout": "300s"}), "hubFollower.watch.timeout", "between 1s and 295s"),
+        # A string would reach HUB_WATCH as something the binary may not read as meant.
+        (hf(watch={"enabled": "yes"}), "hubFollower.watch.enabled", "must be true or false"),
+    ],
+)
+def test_combinations_the_binary_refuses_fail_without_the_schema_too(tmp_path, values, field, reason):
+    example = chartkit.prepare_charts(tmp_path, without_schema=True)
+    with helm.Chart.load(example) as unchecked:
+        message = chartkit.render_error(unchecked, values)
+    assert field in message and reason in message, message
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        hf(confirmInterval="10s"),  # equal to pollInterval
+        hf(pollInterval="1m", confirmInterval="1m"),
+        hf(pollInterval="2s", probeTimeout="1999ms", confirmInterval="500ms"),
+        hf(pollInterval="5s", probeTimeout="4s", confirmInterval="100ms"),  # shorter than the probe timeout: allowed
+        hf(watch={"timeout": "1s"}),
+        hf(watch={"timeout": "295s"}),
+        hf(watch={"timeout": "4m55s"}),
+        hf(watch={"enabled": False}),
+    ],
+    ids=["confirm-equals-poll", "minute-poll", "ms-units", "confirm-below-probe", "watch-1s", "watch-295s", "watch-4m55s", "watch-off"],
+)
+def test_boundary_values_the_binary_accepts_render(chart, values):
+    r = chartkit.render(chart, values)
+    chartkit.validate_k8s(r.deployment)
 
 
 def test_dependency_without_the_alias_is_refused(tmp_path):

@@ -76,12 +76,46 @@ def test_docs_name_only_templates_the_library_defines():
     assert set(re.findall(r'include "(hub-follower\.[A-Za-z]+)"', example)) <= included
 
 
-def test_docs_show_values_the_schema_accepts():
+def yaml_blocks():
     docs = chartkit.DOCS.read_text()
-    blocks = re.findall(r"```yaml\n(.*?)```", docs, flags=re.S)
-    snippets = [yaml.safe_load(b) for b in blocks]
+    return [d for b in re.findall(r"```yaml\n(.*?)```", docs, flags=re.S) for d in yaml.safe_load_all(b)]
+
+
+def test_docs_show_values_the_schema_accepts():
+    snippets = yaml_blocks()
     values = [s["hubFollower"] for s in snippets if isinstance(s, dict) and "hubFollower" in s]
     assert values, "docs/helm.md shows no hubFollower values"
     with helm.Chart.load(chartkit.LIBRARY) as library:
         for v in values:
             library.validate_schema(library.merge_values(v))
+
+
+def test_docs_rbac_grants_what_the_sidecar_requests():
+    # Probes `get` the Cluster; the watch lists and watches it with the field selector
+    # metadata.name=<cluster>, which is what lets `resourceNames` cover list and watch.
+    roles = [d for d in yaml_blocks() if isinstance(d, dict) and d.get("kind") == "Role"]
+    assert roles, "docs/helm.md shows no Role"
+    for role in roles:
+        chartkit.validate_k8s(role)
+        (rule,) = [r for r in role["rules"] if "clusters" in r["resources"]]
+        assert rule["apiGroups"] == ["controller.kubeslice.io"]
+        assert {"get", "list", "watch"} <= set(rule["verbs"]), rule
+        assert len(rule["resourceNames"]) == 1
+    bindings = [d for d in yaml_blocks() if isinstance(d, dict) and d.get("kind") == "RoleBinding"]
+    assert {b["roleRef"]["name"] for b in bindings} == {r["metadata"]["name"] for r in roles}
+    for binding in bindings:
+        chartkit.validate_k8s(binding)
+    assert "fieldSelector=metadata.name=" in chartkit.DOCS.read_text()
+
+
+def test_docs_table_lists_every_value():
+    values = yaml.safe_load((chartkit.LIBRARY / "values.yaml").read_text())
+    docs = chartkit.DOCS.read_text()
+    table = [line for line in docs.splitlines() if line.startswith("| `")]
+    cells = " ".join(line.split("|")[1] for line in table)
+    for key, value in values.items():
+        nested = isinstance(value, dict) and value and key != "resources"
+        names = [f"{key}.{sub}" for sub in value] if nested else [key]
+        for name in names:
+            short = name.rpartition(".")[2]
+            assert f"`{name}`" in cells or f"`.{short}`" in cells or f"`{name}." in cells, name

@@ -52,7 +52,11 @@ def test_fail_for_too_short_for_the_threshold_is_refused(chart):
     assert "5s" in message
 
 
-def test_liveness_fail_for_is_only_passed_in_liveness_mode(chart):
-    for mode in ("signal", "none"):
-        r = chartkit.render(chart, chartkit.hf(restart={"mode": mode}))
-        assert "HUB_LIVENESS_FAIL_FOR" not in env(r.sidecar)
+@pytest.mark.parametrize("mode", ["signal", "none"])
+def test_liveness_fail_for_is_passed_in_every_mode(chart, mode):
+    # In signal mode it bounds verification after not_found or permission_denied, so
+    # the value must reach the sidecar there too, not only the binary's default.
+    r = chartkit.render(chart, chartkit.hf(restart={"mode": mode, "livenessFailFor": "2m"}))
+    assert env(r.sidecar)["HUB_LIVENESS_FAIL_FOR"] == "2m"
+    # ...while the worker keeps its own livenessProbe.
+    assert r.worker["livenessProbe"]["httpGet"]["path"] == "/healthz"

@@ -25,6 +25,9 @@ METRICS = {
     "kubeslice_worker_hub_handoff_write_errors_total",
     "kubeslice_worker_hub_worker_restarts_total",
     "kubeslice_worker_hub_worker_on_current_decision",
+    "kubeslice_worker_hub_watch_events_total",
+    "kubeslice_worker_hub_watch_restarts_total",
+    "kubeslice_worker_hub_watch_up",
     "hub_follower_build_info",
 }
 RESTART_OUTCOMES = {
@@ -36,6 +39,7 @@ ALERTS = {
     "HubFollowerNoUsableHub",
     "HubFollowerWorkerRestartUnverified",
     "HubFollowerSwitchFlapping",
+    "HubFollowerWatchDown",
 }
 
 # The parts of the prometheus-operator PrometheusRule CRD (monitoring.coreos.com/v1)
@@ -118,6 +122,18 @@ def test_no_rule_unless_asked(chart):
     assert off.kind("PrometheusRule") == []
 
 
+def test_no_rule_in_single_hub_mode(chart):
+    # Single-hub mode never probes: last_probe_success stays 0, so HubFollowerNoUsableHub
+    # would fire on a healthy sidecar, and with one hub nothing else can happen.
+    asked = {"prometheusRule": {"enabled": True}}
+    two = chartkit.render(chart, chartkit.hf(metrics=asked))
+    assert len(two.kind("PrometheusRule")) == 1
+    one = chartkit.render(chart, chartkit.hf(metrics=asked, secondary={"endpoint": "", "secretName": ""}))
+    assert one.kind("PrometheusRule") == []
+    assert [d["kind"] for d in one.docs] == ["Deployment"]
+    assert "No PrometheusRule is rendered" in one.notes
+
+
 def test_rule_matches_the_crd_schema(rendered):
     rule, _ = rules(rendered)
     jsonschema.validate(rule, PROMETHEUS_RULE_SCHEMA)
@@ -125,11 +141,14 @@ def test_rule_matches_the_crd_schema(rendered):
     assert rule["metadata"]["labels"]["release"] == "kube-prometheus-stack"
 
 
-def test_the_four_alerts_are_there(rendered):
+def test_the_five_alerts_are_there(rendered):
     _, alerts = rules(rendered)
     assert set(alerts) == ALERTS
     assert alerts["HubFollowerSecondaryHubUnreachable"]["for"] == "10m"
     assert alerts["HubFollowerNoUsableHub"]["labels"]["severity"] == "critical"
+    # Polling still follows a failover without the watch: never more than a warning.
+    assert alerts["HubFollowerWatchDown"]["labels"]["severity"] == "warning"
+    assert alerts["HubFollowerWatchDown"]["for"] == "15m"
     for alert in alerts.values():
         assert alert["labels"]["severity"] in {"warning", "critical"}
         assert alert["labels"]["team"] == "platform"
@@ -150,6 +169,12 @@ def selectors(expr: str) -> list[tuple[str, dict[str, tuple[str, str]]]]:
     return found
 
 
+def nodes(tree, kind) -> list:
+    found = []
+    promql_parser.walk(tree, lambda node: found.append(node) if isinstance(node, kind) else None)
+    return found
+
+
 def test_alerts_are_valid_promql_on_exported_metrics_and_labels(rendered):
     _, alerts = rules(rendered)
     for name, alert in alerts.items():
@@ -167,6 +192,30 @@ def test_alerts_are_valid_promql_on_exported_metrics_and_labels(rendered):
     (restarts,) = selectors(alerts["HubFollowerWorkerRestartUnverified"]["expr"])
     assert "unverified" in restarts[1]["outcome"][1].split("|")
     assert [m for m, _ in selectors(alerts["HubFollowerSwitchFlapping"]["expr"])] == ["kubeslice_worker_hub_switches_total"]
+
+
+def test_watch_alert_needs_a_watch_down_on_a_hub_that_answers(rendered):
+    _, alerts = rules(rendered)
+    expr = alerts["HubFollowerWatchDown"]["expr"]
+    tree = promql_parser.parse(expr)
+    # (watch_up == 0) and (time() - last_probe_success < STALE): a hub that is down
+    # altogether is HubFollowerSecondaryHubUnreachable's or HubFollowerNoUsableHub's.
+    assert isinstance(tree, promql_parser.BinaryExpr) and str(tree.op) == "and"
+    left, right = ([n.name for n in nodes(side, promql_parser.VectorSelector)] for side in (tree.lhs, tree.rhs))
+    assert left == ["kubeslice_worker_hub_watch_up"]
+    assert right == ["kubeslice_worker_hub_last_probe_success_timestamp_seconds"]
+    assert "== 0" in expr and "< 60" in expr
+    # One-to-one `and`: both series carry `hub` and nothing else of hub-follower's.
+    assert "on(" not in expr.replace(" ", "") and "ignoring(" not in expr.replace(" ", "")
+
+
+def test_watch_alert_only_with_the_watch_on(chart):
+    off = chartkit.render(
+        chart, chartkit.hf(watch={"enabled": False}, metrics={"prometheusRule": {"enabled": True}})
+    )
+    _, alerts = rules(off)
+    # watch_up is exported as 0 with the watch off; the alert would always fire.
+    assert set(alerts) == ALERTS - {"HubFollowerWatchDown"}
 
 
 def test_promql_check_catches_a_broken_expression():

@@ -214,7 +214,10 @@ def test_settings_reach_the_sidecar_env(chart):
             pollInterval="15s",
             probeTimeout="4s",
             confirmations=5,
+            confirmInterval="2s",
+            watch={"timeout": "120s"},
             logFormat="text",
+            logLevel="debug",
             port=9095,
             restart={"killAfter": "45s", "jitter": "1s", "cooldown": "2m", "verifyTimeout": "10m"},
             secondary={"tlsServerName": "hub-2.internal"},
@@ -225,7 +228,11 @@ def test_settings_reach_the_sidecar_env(chart):
     assert e["HUB_POLL_INTERVAL"] == "15s"
     assert e["HUB_PROBE_TIMEOUT"] == "4s"
     assert e["HUB_SWITCH_CONFIRMATIONS"] == "5"
+    assert e["HUB_CONFIRM_INTERVAL"] == "2s"
+    assert e["HUB_WATCH"] == "true"
+    assert e["HUB_WATCH_TIMEOUT"] == "120s"
     assert e["HUB_FOLLOWER_LOG_FORMAT"] == "text"
+    assert e["RUST_LOG"] == "debug"
     assert e["HUB_FOLLOWER_LISTEN"] == "0.0.0.0:9095"
     assert e["HUB_KILL_AFTER"] == "45s"
     assert e["HUB_RESTART_JITTER"] == "1s"
@@ -257,3 +264,51 @@ def test_restart_signal_is_passed_in_signal_mode_only(chart):
     assert env(r.sidecar)["HUB_RESTART_SIGNAL"] == "SIGINT"
     r = chartkit.render(chart, chartkit.hf(restart={"mode": "liveness", "signal": "SIGINT"}))
     assert "HUB_RESTART_SIGNAL" not in env(r.sidecar)
+
+
+def test_new_settings_default_to_the_binary_defaults(chart):
+    e = env(chartkit.render(chart).sidecar)
+    assert (e["HUB_CONFIRM_INTERVAL"], e["HUB_WATCH"], e["HUB_WATCH_TIMEOUT"]) == ("1s", "true", "290s")
+    assert e["RUST_LOG"] == "info"
+
+
+def test_watch_can_be_turned_off_with_the_exact_string_the_binary_reads(chart):
+    # The binary reads HUB_WATCH as exactly `true` or `false`: not True, 0 or no.
+    e = env(chartkit.render(chart, chartkit.hf(watch={"enabled": False})).sidecar)
+    assert e["HUB_WATCH"] == "false"
+    assert e["HUB_WATCH_TIMEOUT"] == "290s"
+
+
+@pytest.mark.parametrize("level", ["error", "warn", "info", "debug", "trace"])
+def test_every_bare_log_level_reaches_rust_log(chart, level):
+    assert env(chartkit.render(chart, chartkit.hf(logLevel=level)).sidecar)["RUST_LOG"] == level
+
+
+SINGLE_HUB = {"endpoint": "", "secretName": "", "tlsServerName": ""}
+
+
+@pytest.mark.parametrize("mode", chartkit.MODES)
+@pytest.mark.parametrize("native,wrapper", [(True, True), (False, False)])
+def test_single_hub_mode_has_no_secondary_anywhere(chart, mode, native, wrapper):
+    r = chartkit.render(chart, chartkit.mode_values(mode, native, wrapper, secondary=SINGLE_HUB))
+    chartkit.validate_k8s(r.deployment)
+    sidecar_env = env(r.sidecar)
+    # No HUB_SECONDARY_HOST_ENDPOINT at all is what puts the binary in single-hub mode.
+    assert not [k for k in sidecar_env if k.startswith("HUB_SECONDARY_")]
+    assert "hub-follower-secondary-hub" not in r.volumes
+    for c in r.init_containers + r.containers:
+        assert SECONDARY_DIR not in mounts(c), c["name"]
+        for m in c.get("volumeMounts") or []:
+            assert m["name"] in r.volumes, f"{c['name']} mounts unknown volume {m['name']}"
+    # Everything else is still wired.
+    assert sidecar_env["HUB_HOST_ENDPOINT"] == env(r.worker)["HUB_HOST_ENDPOINT"]
+    assert mounts(r.sidecar)[PRIMARY_DIR]["name"] == "hub-token"
+    assert "Single-hub mode" in r.notes
+
+
+def test_notes_name_the_rbac_the_watch_needs(chart):
+    on = chartkit.render(chart).notes
+    assert "get, list and watch on" in on and "clusters.controller.kubeslice.io/worker-1" in on
+    off = chartkit.render(chart, chartkit.hf(watch={"enabled": False})).notes
+    assert "get, list and watch" not in off and "needs get on" in off
+    assert "Single-hub mode" not in on

@@ -81,6 +81,10 @@ pub enum Fault {
     Reset,
     /// Answer with this status and a Kubernetes `Status` body.
     Status(u16),
+    /// Answer with this status and `Retry-After: secs`.
+    StatusRetryAfter(u16, u64),
+    /// Answer 200 with a chunked body of this many bytes (no Content-Length).
+    HugeChunked(usize),
     /// Answer 200 with exactly this body.
     Body(Vec<u8>),
     /// Present a certificate from another CA.
@@ -500,6 +504,25 @@ fn answer(s: &HubState, head: &str) -> Vec<u8> {
     match &s.fault {
         Fault::Status(code) => {
             return status(*code, "Forced", &format!("the fake hub answers {code}"))
+        }
+        Fault::StatusRetryAfter(code, secs) => {
+            let mut r = status(*code, "TooManyRequests", "slow down");
+            let at = r.windows(2).position(|w| w == b"\r\n").unwrap_or(0);
+            r.splice(at..at, format!("\r\nRetry-After: {secs}").into_bytes());
+            return r;
+        }
+        Fault::HugeChunked(size) => {
+            let mut out = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
+            let chunk = vec![b' '; 64 * 1024];
+            let mut sent = 0;
+            while sent < *size {
+                out.extend_from_slice(format!("{:x}\r\n", chunk.len()).as_bytes());
+                out.extend_from_slice(&chunk);
+                out.extend_from_slice(b"\r\n");
+                sent += chunk.len();
+            }
+            out.extend_from_slice(b"0\r\n\r\n");
+            return out;
         }
         Fault::Body(body) => return http(200, "application/json", body),
         _ => {}

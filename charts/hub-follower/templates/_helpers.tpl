@@ -29,6 +29,14 @@ true
 {{- end -}}
 {{- end -}}
 
+{{/* "true" when a secondary hub is configured. Without one the sidecar runs in
+single-hub mode: it publishes the primary once and never polls nor watches. */}}
+{{- define "hub-follower.twoHubs" -}}
+{{- if .Values.hubFollower.secondary.endpoint -}}
+true
+{{- end -}}
+{{- end -}}
+
 {{/* The image reference: repository[:tag][@digest]. */}}
 {{- define "hub-follower.image" -}}
 {{- $img := .Values.hubFollower.image -}}
@@ -149,6 +157,9 @@ names the field.
 {{- fail (printf "hubFollower.secondary.endpoint: %q is the same as hubFollower.primary.endpoint; it must be the other hub" $hf.secondary.endpoint) -}}
 {{- end -}}
 {{- end -}}
+{{- if and (not $hf.secondary.endpoint) $hf.secondary.secretName -}}
+{{- fail (printf "hubFollower.secondary.secretName: %q is set but hubFollower.secondary.endpoint is empty; set the endpoint of the secondary hub, or leave both empty for single-hub mode" $hf.secondary.secretName) -}}
+{{- end -}}
 {{- $cluster := tpl (toString $hf.clusterName) . -}}
 {{- if not (regexMatch "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$" $cluster) -}}
 {{- fail (printf "hubFollower.clusterName: %q must be the worker's CLUSTER_NAME, a DNS-1123 subdomain" $cluster) -}}
@@ -160,7 +171,7 @@ names the field.
 {{- end -}}
 {{- end -}}
 {{- /* The binary refuses zero for these; jitter and cooldown may be 0s. */ -}}
-{{- $positive := dict "pollInterval" $hf.pollInterval "probeTimeout" $hf.probeTimeout "restart.killAfter" $hf.restart.killAfter "restart.verifyTimeout" $hf.restart.verifyTimeout "restart.livenessFailFor" $hf.restart.livenessFailFor "exec.wait" $hf.exec.wait -}}
+{{- $positive := dict "pollInterval" $hf.pollInterval "probeTimeout" $hf.probeTimeout "confirmInterval" $hf.confirmInterval "restart.killAfter" $hf.restart.killAfter "restart.verifyTimeout" $hf.restart.verifyTimeout "restart.livenessFailFor" $hf.restart.livenessFailFor "exec.wait" $hf.exec.wait -}}
 {{- range $name := keys $positive | sortAlpha -}}
 {{- if eq (include "hub-follower.durationMs" (list $name (get $positive $name)) | int64) 0 -}}
 {{- fail (printf "hubFollower.%s: must be longer than zero" $name) -}}
@@ -173,6 +184,19 @@ names the field.
 {{- $probe := include "hub-follower.durationMs" (list "probeTimeout" $hf.probeTimeout) | int64 -}}
 {{- if ge $probe $poll -}}
 {{- fail (printf "hubFollower.probeTimeout: %q must be shorter than hubFollower.pollInterval (%q)" $hf.probeTimeout $hf.pollInterval) -}}
+{{- end -}}
+{{- /* The binary exits 2 on these (the watch timeout is checked even with the watch
+off); here they fail before a pod crash-loops. */ -}}
+{{- $confirm := include "hub-follower.durationMs" (list "confirmInterval" $hf.confirmInterval) | int64 -}}
+{{- if gt $confirm $poll -}}
+{{- fail (printf "hubFollower.confirmInterval: %q must not be longer than hubFollower.pollInterval (%q)" $hf.confirmInterval $hf.pollInterval) -}}
+{{- end -}}
+{{- if not (kindIs "bool" $hf.watch.enabled) -}}
+{{- fail (printf "hubFollower.watch.enabled: %v must be true or false" $hf.watch.enabled) -}}
+{{- end -}}
+{{- $watchTimeout := include "hub-follower.durationMs" (list "watch.timeout" $hf.watch.timeout) | int64 -}}
+{{- if or (lt $watchTimeout 1000) (gt $watchTimeout 295000) -}}
+{{- fail (printf "hubFollower.watch.timeout: %q must be between 1s and 295s (the API server's limit for a watch)" $hf.watch.timeout) -}}
 {{- end -}}
 {{- range $p := $hf.workerPorts -}}
 {{- if eq ($p | int64) ($hf.port | int64) -}}
@@ -212,6 +236,7 @@ names the field.
 - name: HUB_TLS_SERVER_NAME
   value: {{ . | quote }}
 {{- end }}
+{{- if include "hub-follower.twoHubs" . }}
 - name: HUB_SECONDARY_HOST_ENDPOINT
   value: {{ $hf.secondary.endpoint | quote }}
 - name: HUB_SECONDARY_TOKEN_FILE
@@ -221,6 +246,7 @@ names the field.
 {{- with $hf.secondary.tlsServerName }}
 - name: HUB_SECONDARY_TLS_SERVER_NAME
   value: {{ . | quote }}
+{{- end }}
 {{- end }}
 {{- with tpl (toString $hf.clusterName) . }}
 - name: CLUSTER_NAME
@@ -240,6 +266,12 @@ names the field.
   value: {{ $hf.probeTimeout | quote }}
 - name: HUB_SWITCH_CONFIRMATIONS
   value: {{ $hf.confirmations | int64 | quote }}
+- name: HUB_CONFIRM_INTERVAL
+  value: {{ $hf.confirmInterval | quote }}
+- name: HUB_WATCH
+  value: {{ ternary "true" "false" $hf.watch.enabled | quote }}
+- name: HUB_WATCH_TIMEOUT
+  value: {{ $hf.watch.timeout | quote }}
 - name: HUB_HANDOFF_DIR
   value: {{ $hf.handoff.dir | quote }}
 - name: HUB_FOLLOWER_LISTEN
@@ -258,10 +290,10 @@ names the field.
 - name: HUB_KILL_AFTER
   value: {{ $hf.restart.killAfter | quote }}
 {{- end }}
-{{- if eq $hf.restart.mode "liveness" }}
+{{- /* Every mode reads it: in signal mode it bounds verification after not_found and
+permission_denied. */}}
 - name: HUB_LIVENESS_FAIL_FOR
   value: {{ $hf.restart.livenessFailFor | quote }}
-{{- end }}
 - name: HUB_RESTART_VERIFY_TIMEOUT
   value: {{ $hf.restart.verifyTimeout | quote }}
 - name: HUB_RESTART_JITTER
@@ -324,9 +356,11 @@ names the field.
     - name: {{ $hf.primary.volumeName }}
       mountPath: {{ include "hub-follower.primaryCredentialDir" . }}
       readOnly: true
+    {{- if include "hub-follower.twoHubs" . }}
     - name: {{ include "hub-follower.secondaryVolume" . }}
       mountPath: {{ include "hub-follower.secondaryCredentialDir" . }}
       readOnly: true
+    {{- end }}
 {{- end -}}
 
 {{/* The init container that copies the binary for the exec wrapper. */}}

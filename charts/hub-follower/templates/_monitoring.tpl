@@ -7,10 +7,14 @@ runbooks are in docs/helm.md.
 
 The expressions aggregate `without` the hub-follower labels instead of `by` target
 labels, so they work whatever labels the scrape configuration attaches.
+
+Nothing is rendered in single-hub mode (no secondary.endpoint): the sidecar then
+never probes, so the probe-success timestamps stay 0 and HubFollowerNoUsableHub would
+fire falsely, and with nothing to switch to the other alerts cannot fire.
 */}}
 {{- define "hub-follower.prometheusRule" -}}
 {{- $hf := .Values.hubFollower -}}
-{{- if and (include "hub-follower.enabled" .) $hf.metrics.prometheusRule.enabled -}}
+{{- if and (include "hub-follower.enabled" .) $hf.metrics.prometheusRule.enabled (include "hub-follower.twoHubs" .) -}}
 {{- $rule := $hf.metrics.prometheusRule -}}
 {{- $poll := div (include "hub-follower.durationMs" (list "pollInterval" $hf.pollInterval) | int64) 1000 -}}
 {{- /* "Recently": three polls, at least a minute, so one lost probe does not count. */ -}}
@@ -84,6 +88,26 @@ spec:
             summary: A worker restart after a hub switch was not verified.
             description: {{ `hub-follower in {{ $labels.namespace }}/{{ $labels.pod }} restarted the worker after a switch but did not see it come back on the new hub.` | quote }}
             runbook_url: {{ printf "%s#hubfollowerworkerrestartunverified" $base }}
+        {{- if $hf.watch.enabled }}
+        # A hub answers probes but its watch has been down for 15 minutes: usually the
+        # identity lacks `list`/`watch` on clusters, or a proxy breaks streaming. Polling
+        # still follows a failover, only without the fast path.
+        - alert: HubFollowerWatchDown
+          expr: |
+            (kubeslice_worker_hub_watch_up == 0)
+            and
+            (time() - kubeslice_worker_hub_last_probe_success_timestamp_seconds) < {{ $stale }}
+          for: 15m
+          labels:
+            severity: warning
+            {{- with $rule.alertLabels }}
+            {{- toYaml . | nindent 12 }}
+            {{- end }}
+          annotations:
+            summary: hub-follower cannot watch a hub that answers its probes.
+            description: {{ `The watch of the {{ $labels.hub }} hub by {{ $labels.namespace }}/{{ $labels.pod }} has been down for 15 minutes while the hub answers probes. Failover is still followed by polling, only more slowly.` | quote }}
+            runbook_url: {{ printf "%s#hubfollowerwatchdown" $base }}
+        {{- end }}
         - alert: HubFollowerSwitchFlapping
           expr: |
             increase(kubeslice_worker_hub_switches_total[{{ $rule.flappingWindow }}]) >= {{ $rule.flappingSwitches | int64 }}

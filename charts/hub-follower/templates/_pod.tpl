@@ -71,7 +71,7 @@ exec wrapper's --wait. */}}
 {{- end -}}
 
 {{/* volumes items: the handoff directory (memory-backed: it holds a kubeconfig view
-of the credentials), the secondary hub's credential, and the binary for the wrapper. */}}
+of the credentials), the secondary hub's credential (with two hubs), and the binary for the wrapper. */}}
 {{- define "hub-follower.volumes" -}}
 {{- $hf := .Values.hubFollower -}}
 {{- if include "hub-follower.enabled" . -}}
@@ -79,6 +79,7 @@ of the credentials), the secondary hub's credential, and the binary for the wrap
   emptyDir:
     medium: Memory
     sizeLimit: {{ $hf.handoff.sizeLimit }}
+{{- if include "hub-follower.twoHubs" . }}
 - name: {{ include "hub-follower.secondaryVolume" . }}
   secret:
     secretName: {{ $hf.secondary.secretName }}
@@ -90,6 +91,7 @@ of the credentials), the secondary hub's credential, and the binary for the wrap
         path: token
       - key: ca.crt
         path: ca.crt
+{{- end }}
 {{- if $hf.execWrapper }}
 - name: {{ include "hub-follower.binVolume" . }}
   emptyDir:
@@ -106,9 +108,11 @@ sidecar's path because the handoff publishes paths, not contents. */}}
 {{- if include "hub-follower.enabled" . -}}
 - name: {{ include "hub-follower.handoffVolume" . }}
   mountPath: {{ $hf.handoff.dir }}
+{{- if include "hub-follower.twoHubs" . }}
 - name: {{ include "hub-follower.secondaryVolume" . }}
   mountPath: {{ include "hub-follower.secondaryCredentialDir" . }}
   readOnly: true
+{{- end }}
 {{- if $hf.execWrapper }}
 - name: {{ include "hub-follower.binVolume" . }}
   mountPath: {{ include "hub-follower.binDir" . }}
@@ -171,7 +175,15 @@ httpGet:
 hub-follower is on: restart mode {{ $hf.restart.mode }}, {{ if $hf.nativeSidecar }}native sidecar{{ else }}regular sidecar container{{ end }}, exec wrapper {{ if $hf.execWrapper }}on{{ else }}off{{ end }}.
   Status:  kubectl -n {{ .Release.Namespace }} port-forward deploy/<worker> {{ $hf.port | int64 }}
            then: curl localhost:{{ $hf.port | int64 }}/status
+{{- if include "hub-follower.twoHubs" . }}
   The Secret {{ $hf.secondary.secretName | quote }} must hold `token` and `ca.crt` for {{ $hf.secondary.endpoint }}.
+  On both hubs the worker's hub identity needs {{ if $hf.watch.enabled }}get, list and watch{{ else }}get{{ end }} on
+  clusters.controller.kubeslice.io/{{ tpl (toString $hf.clusterName) . }} in the project namespace
+  (docs/helm.md, "RBAC on both hubs").
+{{- else }}
+  Single-hub mode (secondary.endpoint is empty): the sidecar publishes the primary hub
+  and follows no failover. No PrometheusRule is rendered.
+{{- end }}
 {{- if and (not $hf.nativeSidecar) (not $hf.execWrapper) }}
   WARNING: with nativeSidecar=false and execWrapper=false nothing holds the worker back
   until the first decision is published: the worker must itself wait for

@@ -1,0 +1,292 @@
+//! Local faults and hostile clients, against the real binary: the handoff directory refusing
+//! writes, the sidecar killed mid-publish, a Standby whose credential is rejected, abuse of the
+//! HTTP server, and an acknowledgement that tries to point the sidecar at another process.
+
+mod support;
+
+use std::io::Write;
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use support::{Hubs, Sidecar};
+
+fn published(s: &Sidecar) -> (String, u64) {
+    let h = s.handoff().unwrap();
+    (
+        h["hub"].as_str().unwrap().to_string(),
+        h["generation"].as_u64().unwrap(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_handoff_dir_that_refuses_writes_keeps_the_previous_decision_and_recovers() {
+    let hubs = Hubs::start().await;
+    hubs.both_claim(&hubs.primary, "ctrl-a");
+    let s = Sidecar::spawn(&hubs.args("200ms", "150ms", 1), &hubs.handoff_dir());
+    s.wait_until("startup", Duration::from_secs(10), |s| {
+        s.handoff().is_some()
+    });
+    // A non-empty folder where `..data` must be swapped makes every publish fail at the swap,
+    // whatever user the test runs as (a read-only mode would not stop root).
+    let data = hubs.handoff_dir().join("..data");
+    let target = std::fs::read_link(&data).unwrap();
+    std::fs::remove_file(&data).unwrap();
+    std::fs::create_dir_all(data.join("blocker")).unwrap();
+    std::os::unix::fs::symlink(
+        hubs.handoff_dir().join(&target).join("active-hub.json"),
+        data.join("active-hub.json"),
+    )
+    .unwrap();
+    let before = published(&s);
+
+    hubs.both_claim(&hubs.secondary, "ctrl-b");
+    s.wait_until("write errors are counted", Duration::from_secs(10), |s| {
+        s.metric("kubeslice_worker_hub_handoff_write_errors_total") >= 2.0
+    });
+    assert_eq!(
+        published(&s),
+        before,
+        "the previous decision must stay whole"
+    );
+    assert_eq!(s.get("/readyz").0, 200);
+    assert!(
+        s.logs().contains("could not publish the decision"),
+        "{}",
+        s.logs()
+    );
+
+    // (Removing the blocker leaves the name dangling until the next publish.)
+    std::fs::remove_dir_all(&data).unwrap();
+    s.wait_until(
+        "the switch is published once writable",
+        Duration::from_secs(10),
+        |s| s.handoff().is_some_and(|h| h["hub"] == "secondary"),
+    );
+    assert_eq!(
+        published(&s).1,
+        before.1 + 1,
+        "a failed write must not use up a generation"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn readyz_fails_until_the_first_decision_is_on_disk() {
+    let hubs = Hubs::start().await;
+    hubs.both_claim(&hubs.primary, "ctrl-a");
+    std::fs::create_dir_all(hubs.handoff_dir().join("..data/blocker")).unwrap();
+    let s = Sidecar::spawn(&hubs.args("200ms", "150ms", 1), &hubs.handoff_dir());
+    s.wait_until("a failed write", Duration::from_secs(10), |s| {
+        s.metric("kubeslice_worker_hub_handoff_write_errors_total") >= 1.0
+    });
+    assert_eq!(s.get("/readyz").0, 503);
+    std::fs::remove_dir_all(hubs.handoff_dir().join("..data")).unwrap();
+    s.wait_until("ready", Duration::from_secs(10), |s| {
+        s.get("/readyz").0 == 200
+    });
+    assert_eq!(published(&s), ("primary".into(), 1));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sigkill_at_random_points_never_leaves_parts_of_two_decisions() {
+    let hubs = Hubs::start().await;
+    // Claims that flip every few milliseconds and one confirmation: a publish nearly every round.
+    let flipping = {
+        let (a, b) = (hubs.primary.endpoint(), hubs.secondary.endpoint());
+        let (p, s) = (hubs.primary.state.clone(), hubs.secondary.state.clone());
+        tokio::spawn(async move {
+            for i in 0u64.. {
+                let endpoint = if i % 2 == 0 { &a } else { &b };
+                let claim = serde_json::json!({"endpoint": endpoint, "identity": "x", "lastUpdated": jiff::Timestamp::now().to_string()});
+                p.lock().unwrap().active_controller = Some(claim.clone());
+                s.lock().unwrap().active_controller = Some(claim);
+                tokio::time::sleep(Duration::from_millis(7)).await;
+            }
+        })
+    };
+    let mut args = hubs.args("20ms", "15ms", 1);
+    args.push("--restart-mode=none".into());
+    let mut rng = fastrand::Rng::with_seed(7);
+    let mut last_generation = 0;
+    let iterations = 25;
+    for i in 0..iterations {
+        let mut s = Sidecar::spawn(&args, &hubs.handoff_dir());
+        std::thread::sleep(Duration::from_millis(rng.u64(0..300)));
+        support::signal(s.pid(), "KILL");
+        let _ = s.terminate();
+        let dir = hubs.handoff_dir();
+        let Ok(json) = std::fs::read(dir.join("active-hub.json")) else {
+            assert_eq!(i, 0, "the decision vanished after iteration {i}");
+            continue;
+        };
+        let h: serde_json::Value = serde_json::from_slice(&json)
+            .unwrap_or_else(|e| panic!("iteration {i}: torn active-hub.json: {e}"));
+        let endpoint = h["endpoint"].as_str().unwrap();
+        let env = std::fs::read_to_string(dir.join("active-hub.env")).unwrap();
+        let kubeconfig = std::fs::read_to_string(dir.join("kubeconfig")).unwrap();
+        assert!(
+            env.contains(&format!("HUB_HOST_ENDPOINT='{endpoint}'")),
+            "iteration {i}: env from another decision:\n{env}\n{h}"
+        );
+        assert!(
+            kubeconfig.contains(&format!("server: \"{endpoint}\"")),
+            "iteration {i}: kubeconfig from another decision"
+        );
+        let generation = h["generation"].as_u64().unwrap();
+        assert!(
+            generation >= last_generation,
+            "iteration {i}: generation went back from {last_generation} to {generation}"
+        );
+        last_generation = generation;
+        let versions = std::fs::read_dir(&dir).unwrap().flatten().filter(|e| {
+            let n = e.file_name().to_string_lossy().into_owned();
+            n.starts_with("..") && n != "..data"
+        });
+        assert!(versions.count() <= 3, "iteration {i}: old versions pile up");
+    }
+    flipping.abort();
+    assert!(
+        last_generation > iterations,
+        "too few publishes to prove anything: {last_generation}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_rejected_standby_credential_is_visible_and_harmless() {
+    let hubs = Hubs::start().await;
+    hubs.both_claim(&hubs.primary, "ctrl-a");
+    std::fs::write(hubs.creds("secondary").0, "an-old-token\n").unwrap();
+    let s = Sidecar::spawn(&hubs.args("200ms", "150ms", 3), &hubs.handoff_dir());
+    let unauthorized = |s: &Sidecar| {
+        s.metric(
+            "kubeslice_worker_hub_probe_errors_total{hub=\"secondary\",reason=\"unauthorized\"}",
+        )
+    };
+    s.wait_until("the 401s are counted", Duration::from_secs(10), |s| {
+        unauthorized(s) >= 3.0
+    });
+    assert_eq!(published(&s), ("primary".into(), 1));
+    assert_eq!(
+        s.metric(
+            "kubeslice_worker_hub_probe_errors_total{hub=\"primary\",reason=\"unauthorized\"}"
+        ),
+        0.0
+    );
+    let status = s.status();
+    assert_eq!(status["hubs"]["secondary"]["reason"], "unauthorized");
+    assert_eq!(status["hubs"]["primary"]["verdict"], "claim");
+    assert!(
+        s.metric("kubeslice_worker_hub_last_probe_success_timestamp_seconds{hub=\"secondary\"}")
+            == 0.0
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn http_abuse_does_not_starve_health_checks_or_the_poll_loop() {
+    let hubs = Hubs::start().await;
+    hubs.both_claim(&hubs.primary, "ctrl-a");
+    let s = Sidecar::spawn(&hubs.args("200ms", "150ms", 3), &hubs.handoff_dir());
+    s.wait_until("startup", Duration::from_secs(10), |s| {
+        s.handoff().is_some()
+    });
+    let rounds = |s: &Sidecar| s.status()["lastRoundAt"].as_str().unwrap_or("").to_string();
+
+    // Slowloris: idle connections, and ones that dribble half a request.
+    let mut held = Vec::new();
+    for i in 0..200 {
+        if let Ok(mut c) = TcpStream::connect(s.listen) {
+            if i % 2 == 0 {
+                let _ = c.write_all(b"GET /healthz HTTP/1.1\r\nX-Slow: ");
+            }
+            held.push(c);
+        }
+    }
+    // Garbage, oversized headers, and a flood of bad requests.
+    let huge = format!(
+        "GET /status HTTP/1.1\r\nHost: x\r\nX-Big: {}\r\n\r\n",
+        "a".repeat(64 * 1024)
+    );
+    let oversized = support::request(s.listen, &huge);
+    assert!(
+        oversized
+            .as_ref()
+            .is_none_or(|(code, _)| *code == 431 || *code == 400),
+        "{oversized:?}"
+    );
+    for i in 0..1000 {
+        let raw = match i % 3 {
+            0 => "\x00\x01\x02 garbage\r\n\r\n".to_string(),
+            1 => "DELETE /healthz HTTP/1.1\r\nConnection: close\r\n\r\n".to_string(),
+            _ => format!("GET /nope-{i} HTTP/1.1\r\nConnection: close\r\n\r\n"),
+        };
+        if let Ok(mut c) = TcpStream::connect(s.listen) {
+            let _ = c.write_all(raw.as_bytes());
+        }
+    }
+    let started = Instant::now();
+    while s.try_get("/healthz").map(|r| r.0) != Some(200) {
+        assert!(
+            started.elapsed() < Duration::from_secs(1),
+            "/healthz did not answer within 1 s under abuse"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let before = rounds(&s);
+    std::thread::sleep(Duration::from_millis(600));
+    assert_ne!(rounds(&s), before, "the poll loop stalled");
+    assert!(s.status()["lastRoundMs"].as_f64().unwrap() < 150.0);
+    let rss_kib: u64 = std::fs::read_to_string(format!("/proc/{}/status", s.pid()))
+        .unwrap()
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("VmRSS:")?
+                .split_whitespace()
+                .next()?
+                .parse()
+                .ok()
+        })
+        .unwrap();
+    assert!(rss_kib < 32 * 1024, "RSS {rss_kib} KiB under abuse");
+    drop(held);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_acknowledgement_cannot_point_the_sidecar_at_another_process() {
+    let hubs = Hubs::start().await;
+    hubs.both_claim(&hubs.primary, "ctrl-a");
+    let mut bystander = std::process::Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .unwrap();
+    let s = Sidecar::spawn(
+        &[
+            hubs.args("200ms", "150ms", 1),
+            vec![
+                "--restart-mode=signal".into(),
+                "--worker-process=no-such-worker".into(),
+                "--restart-jitter=0s".into(),
+            ],
+        ]
+        .concat(),
+        &hubs.handoff_dir(),
+    );
+    s.wait_until("startup", Duration::from_secs(10), |s| {
+        s.handoff().is_some()
+    });
+    let ack = serde_json::json!({"generation": 999, "pid": bystander.id(), "startedAt": "2026-12-02T10:00:00Z", "hub": "primary"});
+    std::fs::write(hubs.handoff_dir().join("worker-ack.json"), ack.to_string()).unwrap();
+    hubs.both_claim(&hubs.secondary, "ctrl-b");
+    s.wait_until("the switch", Duration::from_secs(10), |s| {
+        published(s).0 == "secondary"
+    });
+    s.wait_until("the action", Duration::from_secs(10), |s| {
+        s.metric(
+            "kubeslice_worker_hub_worker_restarts_total{mode=\"signal\",outcome=\"not_found\"}",
+        ) == 1.0
+    });
+    assert_eq!(
+        bystander.try_wait().unwrap(),
+        None,
+        "the process named in the ack was signalled"
+    );
+    let _ = bystander.kill();
+}
