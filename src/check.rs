@@ -37,28 +37,10 @@ pub struct DecisionView {
 }
 
 pub async fn run(config: &Config) -> Report {
-    let mut clients: Vec<HubClient> = config
-        .hubs
-        .iter()
-        .map(|h| {
-            HubClient::new(
-                h.clone(),
-                &config.namespace,
-                &config.cluster_name,
-                config.probe_timeout,
-            )
-        })
-        .collect();
+    let mut clients = HubClient::for_config(config);
     let probes = probe_all(&mut clients).await;
     let now = jiff::Timestamp::now();
-    let mut resolver = Resolver::new(
-        config
-            .hubs
-            .iter()
-            .map(|h| (h.id, h.endpoint.clone()))
-            .collect(),
-        config.confirmations,
-    );
+    let mut resolver = Resolver::new(config.endpoints(), config.confirmations);
     let verdicts: Vec<(HubId, &Verdict)> = probes.iter().map(|p| (p.hub, &p.verdict)).collect();
     let decision = resolver.observe(&verdicts).decision.and_then(|d| {
         config.hub(d.hub).map(|h| DecisionView {

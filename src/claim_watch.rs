@@ -136,13 +136,18 @@ impl HubWatch {
                     .watch_events
                     .with_label_values(&[hub, kind])
                     .inc();
-                if !healthy {
-                    // kube's watcher resumes from the last resourceVersion without a new list,
-                    // so the first event after a failure is the sign that it is back.
+                // kube's watcher resumes from the last resourceVersion without a new list, so
+                // the first object event after a failure is the sign that it is back. `Init`
+                // and `InitApply` are not: `Init` comes before each list attempt, failing or not.
+                let delivered =
+                    matches!(event, Event::Apply(_) | Event::Delete(_) | Event::InitDone);
+                if delivered && !healthy {
                     tracing::info!(hub, "the watch is up again");
                     self.set(WatchState::Up, None);
                 }
-                healthy = true;
+                if delivered {
+                    healthy = true;
+                }
                 let now_seen = match event {
                     Event::Init => {
                         initial = None;

@@ -522,6 +522,14 @@ impl Config {
         self.hubs.iter().find(|h| h.id == id)
     }
 
+    /// The hubs as the resolver knows them: id and canonical endpoint, in configuration order.
+    pub fn endpoints(&self) -> Vec<(HubId, Endpoint)> {
+        self.hubs
+            .iter()
+            .map(|h| (h.id, h.endpoint.clone()))
+            .collect()
+    }
+
     pub fn single_hub(&self) -> bool {
         self.hubs.len() == 1
     }

@@ -42,26 +42,8 @@ const MIN_WATCH_SPACING: std::time::Duration = std::time::Duration::from_millis(
 
 impl Follower {
     pub fn new(config: Arc<Config>, metrics: Metrics, shared: Arc<Shared>) -> Self {
-        let hubs = config
-            .hubs
-            .iter()
-            .map(|h| {
-                HubClient::new(
-                    h.clone(),
-                    &config.namespace,
-                    &config.cluster_name,
-                    config.probe_timeout,
-                )
-            })
-            .collect();
-        let resolver = Resolver::new(
-            config
-                .hubs
-                .iter()
-                .map(|h| (h.id, h.endpoint.clone()))
-                .collect(),
-            config.confirmations,
-        );
+        let hubs = HubClient::for_config(&config);
+        let resolver = Resolver::new(config.endpoints(), config.confirmations);
         Self {
             config,
             hubs,

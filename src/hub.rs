@@ -64,6 +64,22 @@ impl HubClient {
         }
     }
 
+    /// One client per configured hub, in configuration order.
+    pub fn for_config(config: &crate::config::Config) -> Vec<Self> {
+        config
+            .hubs
+            .iter()
+            .map(|h| {
+                Self::new(
+                    h.clone(),
+                    &config.namespace,
+                    &config.cluster_name,
+                    config.probe_timeout,
+                )
+            })
+            .collect()
+    }
+
     /// Follows the client this hub is read with; a new one appears when the CA file changes.
     pub fn clients(&self) -> watch::Receiver<Option<kube::Client>> {
         self.published.subscribe()

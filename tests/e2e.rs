@@ -11,6 +11,23 @@ use support::{Hubs, Sidecar};
 
 const ROGUE: &str = "https://203.0.113.9:6443";
 
+/// The counts of the "pending confirmation" log lines, in order.
+fn pending_counts(s: &Sidecar) -> Vec<String> {
+    s.logs()
+        .lines()
+        .filter(|l| l.contains("a switch is pending confirmation"))
+        .filter_map(|l| {
+            Some(
+                l.split("count=")
+                    .nth(1)?
+                    .split_whitespace()
+                    .next()?
+                    .to_string(),
+            )
+        })
+        .collect()
+}
+
 fn generation(s: &Sidecar) -> u64 {
     s.handoff()
         .and_then(|h| h["generation"].as_u64())
@@ -103,13 +120,7 @@ async fn a_failover_switches_after_exactly_n_confirming_rounds() {
         (h["reason"].as_str(), h["generation"].as_u64()),
         (Some("switch"), Some(2))
     );
-    let logs = s.logs();
-    let counts: Vec<&str> = logs
-        .lines()
-        .filter(|l| l.contains("a switch is pending confirmation"))
-        .filter_map(|l| l.split("count=").nth(1)?.split_whitespace().next())
-        .collect();
-    assert_eq!(counts, ["1", "2"], "{logs}");
+    assert_eq!(pending_counts(&s), ["1", "2"], "{}", s.logs());
     assert_eq!(s.metric("kubeslice_worker_hub_switches_total"), 1.0);
     assert_eq!(
         s.metric("kubeslice_worker_hub_active{hub=\"secondary\"}"),
@@ -148,13 +159,7 @@ async fn confirming_reads_run_at_the_confirm_interval_and_still_need_n_rounds() 
         took < Duration::from_millis(3000 + 2 * 200 + 600),
         "switch took {took:?}"
     );
-    let logs = s.logs();
-    let counts: Vec<&str> = logs
-        .lines()
-        .filter(|l| l.contains("a switch is pending confirmation"))
-        .filter_map(|l| l.split("count=").nth(1)?.split_whitespace().next())
-        .collect();
-    assert_eq!(counts, ["1", "2"], "{logs}");
+    assert_eq!(pending_counts(&s), ["1", "2"], "{}", s.logs());
     // Back to the poll interval once nothing is pending.
     let before = hubs.secondary.requests();
     std::thread::sleep(Duration::from_millis(1500));

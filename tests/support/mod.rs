@@ -103,31 +103,44 @@ impl Sidecar {
     }
 
     pub fn spawn_with_env(args: &[String], handoff_dir: &Path, env: &[(&str, &str)]) -> Self {
-        let listen = free_port();
-        let log_dir = tempfile::tempdir().unwrap();
-        let log = log_dir.path().join("sidecar.log");
-        let child = Command::new(binary())
-            .args(args)
-            .arg(format!("--listen={listen}"))
-            .arg("--log-format=text")
-            .env_remove("RUST_LOG")
-            .envs(env.iter().copied())
-            .env("NO_COLOR", "1")
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .unwrap();
-        let sidecar = Self {
-            child,
-            listen,
-            handoff_dir: handoff_dir.to_path_buf(),
-            log,
-            _log_dir: log_dir,
-        };
-        sidecar.wait_until("the HTTP server answers", Duration::from_secs(10), |s| {
-            s.try_get("/healthz").is_some()
-        });
-        sidecar
+        // A free port can be taken by someone else before the sidecar binds it: try another.
+        for _ in 0..5 {
+            let listen = free_port();
+            let log_dir = tempfile::tempdir().unwrap();
+            let log = log_dir.path().join("sidecar.log");
+            let child = Command::new(binary())
+                .args(args)
+                .arg(format!("--listen={listen}"))
+                .arg("--log-format=text")
+                .env_remove("RUST_LOG")
+                .envs(env.iter().copied())
+                .env("NO_COLOR", "1")
+                .stdout(Stdio::null())
+                .stderr(std::fs::File::create(&log).unwrap())
+                .spawn()
+                .unwrap();
+            let mut sidecar = Self {
+                child,
+                listen,
+                handoff_dir: handoff_dir.to_path_buf(),
+                log,
+                _log_dir: log_dir,
+            };
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while Instant::now() < deadline {
+                if sidecar.try_get("/healthz").is_some() {
+                    return sidecar;
+                }
+                if sidecar.child.try_wait().unwrap().is_some() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            if !sidecar.logs().contains("Address already in use") {
+                panic!("the sidecar did not start; logs:\n{}", sidecar.logs());
+            }
+        }
+        panic!("no free port for the sidecar after 5 tries");
     }
 
     pub fn pid(&self) -> u32 {
