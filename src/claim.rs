@@ -27,6 +27,8 @@ pub enum EndpointError {
     NotHttps(String),
     #[error("has no host")]
     NoHost,
+    #[error("has a host that is neither a DNS name, an IPv4 address nor a bracketed IPv6 address: {0:?}")]
+    BadHost(String),
     #[error("must not carry user info, a query or a fragment")]
     Extra,
 }
@@ -57,6 +59,17 @@ impl Endpoint {
         let host = authority.host().to_ascii_lowercase();
         if host.is_empty() {
             return Err(EndpointError::NoHost);
+        }
+        // The URI parser lets odd hosts through (found by fuzzing: `m[::1]X`); an endpoint that
+        // could not be dialled or compared reliably is no endpoint.
+        let valid_host = match host.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
+            Some(v6) => v6.parse::<std::net::Ipv6Addr>().is_ok(),
+            None => host
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-'),
+        };
+        if !valid_host {
+            return Err(EndpointError::BadHost(host));
         }
         // `port()` is None both for no port and for one that is not a u16: tell them apart.
         let port_text = &authority.as_str()[authority.host().len()..];
@@ -191,6 +204,22 @@ mod tests {
             "https://lb.example:443/k8s"
         );
         assert_ne!(ep("https://10.1.80.11:6443"), ep("https://10.1.80.12:6443"));
+    }
+
+    #[test]
+    fn endpoints_reject_hosts_that_are_no_hosts() {
+        for raw in [
+            "https://m[::1]X:6443",
+            "https://[not-v6]:6443",
+            "https://a_b:6443",
+            "https://[::1:6443",
+        ] {
+            assert!(Endpoint::parse(raw).is_err(), "{raw}");
+        }
+        assert_eq!(
+            Endpoint::parse("https://[::FFFF:1]:6443").unwrap().as_str(),
+            "https://[::ffff:1]:6443"
+        );
     }
 
     #[test]
