@@ -161,8 +161,10 @@ pub struct Settings {
         default_value = "0.0.0.0:8095"
     )]
     pub listen: String,
-    /// json or text. Parsed with the rest (not by clap), so that `exec` and `install` in the
-    /// worker's container never trip over the sidecar's settings in a shared env block.
+    // This and the other enum-like settings stay strings here and are checked with the rest,
+    // so that `exec` and `install` in the worker's container never trip over the sidecar's
+    // settings in a shared env block.
+    /// Log format: json (for collectors) or text (for people).
     #[arg(
         long,
         env = "HUB_FOLLOWER_LOG_FORMAT",
@@ -579,8 +581,15 @@ fn server_name(
     }
 }
 
+/// Longer than any sensible setting, and short enough that adding it to a clock reading can't
+/// overflow.
+const MAX_DURATION: Duration = Duration::from_secs(366 * 24 * 3600);
+
 fn duration(raw: &str, flag: &'static str, env: &'static str) -> Result<Duration, ConfigError> {
     match humantime::parse_duration(raw.trim()) {
+        Ok(d) if d > MAX_DURATION => {
+            Err(invalid(flag, env, format!("{raw:?} is longer than a year")))
+        }
         Ok(d) if !d.is_zero() => Ok(d),
         Ok(_) => Err(invalid(flag, env, "must be longer than zero")),
         Err(e) => Err(invalid(
@@ -601,13 +610,17 @@ fn duration_or_zero(
     flag: &'static str,
     env: &'static str,
 ) -> Result<Duration, ConfigError> {
-    humantime::parse_duration(raw.trim()).map_err(|e| {
-        invalid(
+    match humantime::parse_duration(raw.trim()) {
+        Ok(d) if d > MAX_DURATION => {
+            Err(invalid(flag, env, format!("{raw:?} is longer than a year")))
+        }
+        Ok(d) => Ok(d),
+        Err(e) => Err(invalid(
             flag,
             env,
             format!("expected a duration such as 5s or 0s, got {raw:?} ({e})"),
-        )
-    })
+        )),
+    }
 }
 
 fn dns1123_label(s: &str) -> Result<(), String> {
@@ -769,6 +782,12 @@ mod tests {
             (&["--log-format=yaml"], "--log-format", "json or text"),
             (&["--kill-after=0s"], "--kill-after", "longer than zero"),
             (&["--restart-jitter=lots"], "--restart-jitter", "duration"),
+            (
+                &["--restart-cooldown=400000000000y"],
+                "--restart-cooldown",
+                "longer than a year",
+            ),
+            (&["--kill-after=2y"], "--kill-after", "longer than a year"),
         ];
         for (extra, flag, fragment) in cases {
             let e = error_for(extra);

@@ -222,7 +222,18 @@ impl Follower {
             }
         }
         if let Some(decision) = step.decision {
-            self.unpublished = Some(decision);
+            // A first decision that never reached the disk is still the first: the worker has
+            // not started on anything, so what replaces it is not a switch to restart for.
+            let first = self.unpublished.take().filter(|_| !self.shared.ready());
+            self.unpublished = Some(match first {
+                Some(prev) if matches!(prev.reason, Reason::Startup | Reason::Default) => {
+                    Decision {
+                        reason: prev.reason,
+                        ..decision
+                    }
+                }
+                _ => decision,
+            });
         }
         self.publish_pending();
 

@@ -290,3 +290,36 @@ async fn an_acknowledgement_cannot_point_the_sidecar_at_another_process() {
     );
     let _ = bystander.kill();
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_switch_before_the_first_decision_reached_the_disk_is_still_the_first_decision() {
+    let hubs = Hubs::start().await;
+    hubs.both_claim(&hubs.primary, "ctrl-a");
+    std::fs::create_dir_all(hubs.handoff_dir().join("..data/blocker")).unwrap();
+    let s = Sidecar::spawn(&hubs.args("200ms", "150ms", 1), &hubs.handoff_dir());
+    s.wait_until("a failed write", Duration::from_secs(10), |s| {
+        s.metric("kubeslice_worker_hub_handoff_write_errors_total") >= 1.0
+    });
+    // The Active changes while nothing is on disk yet: the worker has started on nothing.
+    hubs.both_claim(&hubs.secondary, "ctrl-b");
+    // Two more failed writes: at least one round after the change, which decided the switch.
+    let errors = s.metric("kubeslice_worker_hub_handoff_write_errors_total");
+    s.wait_until("rounds after the change", Duration::from_secs(10), |s| {
+        s.metric("kubeslice_worker_hub_handoff_write_errors_total") >= errors + 2.0
+    });
+    assert!(s.status()["published"].is_null());
+    std::fs::remove_dir_all(hubs.handoff_dir().join("..data")).unwrap();
+    s.wait_until("published", Duration::from_secs(10), |s| {
+        s.handoff().is_some()
+    });
+    let h = s.handoff().unwrap();
+    assert_eq!(
+        (
+            h["hub"].as_str(),
+            h["reason"].as_str(),
+            h["generation"].as_u64()
+        ),
+        (Some("secondary"), Some("startup"), Some(1))
+    );
+    assert_eq!(s.metric("kubeslice_worker_hub_switches_total"), 0.0);
+}

@@ -461,7 +461,7 @@ impl Restarter {
                 .any(|p| !before.contains(p))
         {
             tracing::info!("the worker restarted");
-            self.finish(Some(Outcome::Verified), true);
+            self.finish(Some(Outcome::Verified), true, None);
             return;
         }
         if now >= until {
@@ -469,7 +469,7 @@ impl Restarter {
                 tracing::warn!("could not verify that the worker restarted onto the new hub");
                 self.record(Outcome::Unverified);
             }
-            self.finish(None, false);
+            self.finish(None, false, None);
             return;
         }
         self.underway = Underway::Verifying { before, until };
@@ -517,7 +517,10 @@ impl Restarter {
                 RestartMode::Signal => Some(Outcome::Verified),
                 RestartMode::None => None,
             };
-            self.finish(outcome, true);
+            // The worker says which decision it started on: a switch published while the action
+            // was under way may be the one it read.
+            let started_on = ack.hub.map(|hub| (hub, ack.generation));
+            self.finish(outcome, true, started_on);
         } else {
             self.confirmed = true;
             if let Some(hub) = ack.hub {
@@ -528,7 +531,13 @@ impl Restarter {
     }
 
     /// The action under way is over: verified (`confirmed`) or presumed done.
-    fn finish(&mut self, outcome: Option<Outcome>, confirmed: bool) {
+    /// `started_on`: the decision the worker acknowledged, when it did.
+    fn finish(
+        &mut self,
+        outcome: Option<Outcome>,
+        confirmed: bool,
+        started_on: Option<(HubId, u64)>,
+    ) {
         self.underway = Underway::None;
         if let Some(o) = outcome {
             self.record(o);
@@ -536,7 +545,7 @@ impl Restarter {
         if let Some(a) = self.acting.take() {
             // Unverified still presumes the restart happened (kubelet acts on a failing gate), so
             // that a later switch back is treated as the real move it is.
-            self.worker = Some((a.hub, a.generation));
+            self.worker = Some(started_on.unwrap_or((a.hub, a.generation)));
         }
         self.confirmed = confirmed;
         let phase = match (outcome, confirmed) {
@@ -593,4 +602,83 @@ fn round_ms(d: Duration) -> Duration {
 
 fn now_rfc3339() -> String {
     jiff::Timestamp::now().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::handoff::Ack;
+    use HubId::{Primary as P, Secondary as S};
+
+    fn decision(hub: HubId, generation: u64, reason: Reason) -> Option<Handoff> {
+        Some(Handoff {
+            hub,
+            endpoint: format!("https://{hub}.example:6443"),
+            token_file: "/t/token".into(),
+            ca_file: "/t/ca.crt".into(),
+            tls_server_name: None,
+            identity: None,
+            generation,
+            decided_at: String::new(),
+            reason,
+            namespace: None,
+        })
+    }
+
+    /// Regression: the worker acknowledged a switch published while the restart for the one
+    /// before it was under way; the restarter must know it runs on that newer decision.
+    #[tokio::test(start_paused = true)]
+    async fn a_switch_published_during_a_restart_is_not_lost() {
+        let dir = tempfile::tempdir().unwrap();
+        let secs = Duration::from_secs;
+        let config = RestartConfig {
+            mode: RestartMode::Liveness,
+            worker_process: "worker".into(),
+            signal: rustix::process::Signal::TERM,
+            signal_name: "SIGTERM".into(),
+            kill_after: secs(30),
+            verify_timeout: secs(300),
+            liveness_fail_for: secs(90),
+            jitter: Duration::ZERO,
+            cooldown: Duration::ZERO,
+        };
+        let metrics = Metrics::new(&[P, S], "liveness").unwrap();
+        let view = Arc::new(Mutex::new(RestartView::new(
+            RestartMode::Liveness,
+            secs(90),
+        )));
+        let (decisions, rx) = watch::channel(None);
+        let (_stop, stop) = watch::channel(false);
+        let restarter = Restarter::new(config, dir.path().into(), metrics, view.clone());
+        tokio::spawn(restarter.run(rx, stop));
+        let gate = || view.lock().unwrap().gate_failing;
+        let step = || tokio::time::sleep(Duration::from_millis(300));
+
+        decisions.send_replace(decision(P, 1, Reason::Startup));
+        step().await;
+        assert!(!gate(), "no restart at startup");
+        decisions.send_replace(decision(S, 2, Reason::Switch));
+        step().await;
+        assert!(gate(), "the switch fails the gate");
+        decisions.send_replace(decision(P, 3, Reason::Switch));
+        step().await;
+        // Kubelet restarts the worker; the wrapper starts it on the newest decision.
+        let ack = Ack {
+            generation: 3,
+            pid: 42,
+            started_at: String::new(),
+            hub: Some(P),
+        };
+        handoff::write_ack(dir.path(), &ack).unwrap();
+        tokio::time::sleep(secs(2)).await;
+        assert!(!gate(), "the acknowledgement clears the gate");
+        assert!(view.lock().unwrap().worker_on_current_decision);
+
+        decisions.send_replace(decision(S, 4, Reason::Switch));
+        step().await;
+        assert!(
+            gate(),
+            "the worker runs on the primary: a switch to the secondary must move it"
+        );
+    }
 }
