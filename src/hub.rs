@@ -89,10 +89,6 @@ impl HubClient {
         self.config.id
     }
 
-    pub fn config(&self) -> &HubConfig {
-        &self.config
-    }
-
     /// Reads the hub once. Never takes longer than the probe timeout, whatever the hub does.
     pub async fn probe(&mut self) -> Probe {
         let started = Instant::now();

@@ -53,18 +53,6 @@ impl Reason {
             Reason::SingleHub => "single-hub",
         }
     }
-
-    pub fn parse(s: &str) -> Option<Self> {
-        [
-            Reason::Startup,
-            Reason::Default,
-            Reason::Switch,
-            Reason::Resumed,
-            Reason::SingleHub,
-        ]
-        .into_iter()
-        .find(|r| r.as_str() == s)
-    }
 }
 
 /// A claim reduced to what a switch is confirmed on.

@@ -19,14 +19,6 @@ impl HubId {
             HubId::Secondary => "secondary",
         }
     }
-
-    pub fn parse(s: &str) -> Option<Self> {
-        match s {
-            "primary" => Some(HubId::Primary),
-            "secondary" => Some(HubId::Secondary),
-            _ => None,
-        }
-    }
 }
 
 impl std::fmt::Display for HubId {

@@ -69,15 +69,21 @@ async fn a_handoff_dir_that_refuses_writes_keeps_the_previous_decision_and_recov
     );
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn readyz_fails_until_the_first_decision_is_on_disk() {
-    let hubs = Hubs::start().await;
+/// A sidecar whose first publish has failed: a non-empty folder sits where `..data` must go.
+fn started_unable_to_write(hubs: &Hubs) -> Sidecar {
     hubs.both_claim(&hubs.primary, "ctrl-a");
     std::fs::create_dir_all(hubs.handoff_dir().join("..data/blocker")).unwrap();
     let s = Sidecar::spawn(&hubs.args("200ms", "150ms", 1), &hubs.handoff_dir());
     s.wait_until("a failed write", Duration::from_secs(10), |s| {
         s.metric("kubeslice_worker_hub_handoff_write_errors_total") >= 1.0
     });
+    s
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn readyz_fails_until_the_first_decision_is_on_disk() {
+    let hubs = Hubs::start().await;
+    let s = started_unable_to_write(&hubs);
     assert_eq!(s.get("/readyz").0, 503);
     std::fs::remove_dir_all(hubs.handoff_dir().join("..data")).unwrap();
     s.wait_until("ready", Duration::from_secs(10), |s| {
@@ -294,12 +300,7 @@ async fn an_acknowledgement_cannot_point_the_sidecar_at_another_process() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_switch_before_the_first_decision_reached_the_disk_is_still_the_first_decision() {
     let hubs = Hubs::start().await;
-    hubs.both_claim(&hubs.primary, "ctrl-a");
-    std::fs::create_dir_all(hubs.handoff_dir().join("..data/blocker")).unwrap();
-    let s = Sidecar::spawn(&hubs.args("200ms", "150ms", 1), &hubs.handoff_dir());
-    s.wait_until("a failed write", Duration::from_secs(10), |s| {
-        s.metric("kubeslice_worker_hub_handoff_write_errors_total") >= 1.0
-    });
+    let s = started_unable_to_write(&hubs);
     // The Active changes while nothing is on disk yet: the worker has started on nothing.
     hubs.both_claim(&hubs.secondary, "ctrl-b");
     // Two more failed writes: at least one round after the change, which decided the switch.
