@@ -1,9 +1,13 @@
 """Render the hub-follower charts with the Helm v4 SDK and take the result apart.
 
 Helm comes from the `helm-python-sdk` wheel (import name `helm_python`), which wraps
-Helm's Go library: no helm binary and no cluster. The example chart depends on the
-library through `file://../hub-follower`; `prepare_charts` resolves that offline in a
-temporary copy, so the repository's chart directories are never written to.
+Helm's Go library: no helm binary and no cluster. The example chart and the
+kubeslice-worker-shaped fixture depend on the library through `file://../hub-follower`;
+`prepare_charts` resolves that offline in a temporary copy, so the repository's chart
+directories are never written to.
+
+Rendered YAML is loaded with a loader that refuses duplicate mapping keys, so every
+test that renders also checks that no key is written twice.
 """
 
 from __future__ import annotations
@@ -14,15 +18,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import json
+
 import helm_python as helm
 import kubernetes_validate
 import yaml
+from helm_python import _native
 
 REPO = Path(__file__).resolve().parents[2]
 CHARTS = REPO / "charts"
 LIBRARY = CHARTS / "hub-follower"
 EXAMPLE = CHARTS / "hub-follower-example"
 DOCS = REPO / "docs" / "helm.md"
+README = REPO / "README.md"
+# A parent chart shaped like kubeslice-worker (charts/kubeslice-worker, 1.3.1).
+FIXTURE = Path(__file__).resolve().parent / "fixtures" / "kubeslice-worker"
+# The one line of the fixture that integrates hub-follower, and what it is without it.
+FIXTURE_WRAP = '{{ include "hub-follower.inject" (dict "root" . "manifests" (include "kubeslice-worker.operator" .)) }}'
+FIXTURE_PLAIN = '{{ include "kubeslice-worker.operator" . }}'
 
 # A current Kubernetes for validation, and the newest one without native sidecars
 # (restartPolicy on a container appeared in 1.28 and is on by default from 1.29).
@@ -33,6 +46,56 @@ RELEASE = "demo"
 NAMESPACE = "kubeslice-system"
 
 MODES = ("signal", "liveness", "none")
+
+
+class StrictLoader(yaml.SafeLoader):
+    """A YAML loader that refuses a mapping with the same key twice (PyYAML's own
+    loaders keep the last one silently, as Kubernetes does)."""
+
+
+def _construct_mapping(loader: StrictLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
+    seen: set[Any] = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        if key in seen:
+            raise yaml.constructor.ConstructorError(
+                "while constructing a mapping", node.start_mark, f"found duplicate key {key!r}", key_node.start_mark
+            )
+        seen.add(key)
+    return yaml.SafeLoader.construct_mapping(loader, node, deep=deep)
+
+
+StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def load_all_strict(text: str) -> list[Any]:
+    return [d for d in yaml.load_all(text, Loader=StrictLoader) if d is not None]
+
+
+def prepare_fixture(workdir: Path, *, plain: bool = False) -> Path:
+    """Copy the library and the kubeslice-worker-shaped fixture into workdir.
+
+    plain=True gives the fixture as it is without hub-follower: no dependency and the
+    define rendered directly instead of through hub-follower.inject.
+    """
+    ignore = shutil.ignore_patterns("charts", "Chart.lock")
+    if not (workdir / LIBRARY.name).exists():
+        shutil.copytree(LIBRARY, workdir / LIBRARY.name, ignore=ignore)
+    fixture = workdir / FIXTURE.name
+    shutil.copytree(FIXTURE, fixture, ignore=ignore)
+    if plain:
+        meta = yaml.safe_load((fixture / "Chart.yaml").read_text())
+        del meta["dependencies"]
+        (fixture / "Chart.yaml").write_text(yaml.safe_dump(meta))
+        deployment = fixture / "templates" / "operator-deployment.yaml"
+        text = deployment.read_text()
+        assert text.count(FIXTURE_WRAP) == 1
+        deployment.write_text(text.replace(FIXTURE_WRAP, FIXTURE_PLAIN))
+        notes = fixture / "templates" / "NOTES.txt"
+        notes.write_text("\n".join(l for l in notes.read_text().splitlines() if "hub-follower" not in l) + "\n")
+    else:
+        helm.dependency_update(fixture)
+    return fixture
 
 
 def prepare_charts(workdir: Path, *, without_schema: bool = False) -> Path:
@@ -77,6 +140,7 @@ class Rendered:
     """The example chart's rendered manifests, parsed."""
 
     files: dict[str, str]
+    worker_name: str = "manager"
     docs: list[dict[str, Any]] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -84,7 +148,7 @@ class Rendered:
         for name, text in self.files.items():
             if name.endswith("NOTES.txt"):
                 continue
-            self.docs.extend(d for d in yaml.safe_load_all(text) if d)
+            self.docs.extend(load_all_strict(text))
 
     def kind(self, kind: str) -> list[dict[str, Any]]:
         return [d for d in self.docs if d["kind"] == kind]
@@ -92,6 +156,10 @@ class Rendered:
     @property
     def notes(self) -> str:
         return next((t for n, t in self.files.items() if n.endswith("NOTES.txt")), "")
+
+    def file(self, suffix: str) -> str:
+        (text,) = [t for n, t in self.files.items() if n.endswith(suffix)]
+        return text
 
     @property
     def deployment(self) -> dict[str, Any]:
@@ -122,8 +190,8 @@ class Rendered:
 
     @property
     def worker(self) -> dict[str, Any]:
-        worker = self.container("manager")
-        assert worker is not None, "the worker container `manager` is missing"
+        worker = self.container(self.worker_name)
+        assert worker is not None, f"the worker container `{self.worker_name}` is missing"
         return worker
 
     @property
@@ -150,14 +218,25 @@ def mounts(container: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {m["mountPath"]: m for m in container.get("volumeMounts") or []}
 
 
-def render(chart: helm.Chart, values: dict[str, Any] | None = None) -> Rendered:
-    return Rendered(chart.render(values, name=RELEASE, namespace=NAMESPACE))
+def render_files(chart: helm.Chart, values: dict[str, Any] | None = None, kube_version: str | None = None) -> dict[str, str]:
+    """Render like `helm template --kube-version`. helm-python-sdk's Chart.render does
+    not expose the option, but its native helm_render takes it in the same options
+    JSON as name and namespace (it sets .Capabilities.KubeVersion)."""
+    if kube_version is None:
+        return chart.render(values, name=RELEASE, namespace=NAMESPACE)
+    opts = {"name": RELEASE, "namespace": NAMESPACE, "kube_version": kube_version}
+    out = _native.call_string("helm_render", chart._raw(), None if values is None else json.dumps(values), json.dumps(opts))
+    return json.loads(out)
 
 
-def render_error(chart: helm.Chart, values: dict[str, Any]) -> str:
+def render(chart: helm.Chart, values: dict[str, Any] | None = None, kube_version: str | None = None) -> Rendered:
+    return Rendered(render_files(chart, values, kube_version))
+
+
+def render_error(chart: helm.Chart, values: dict[str, Any], kube_version: str | None = None) -> str:
     """Render, expecting Helm to refuse; returns its message."""
     try:
-        chart.render(values, name=RELEASE, namespace=NAMESPACE)
+        render_files(chart, values, kube_version)
     except helm.HelmError as exc:
         return str(exc)
     raise AssertionError(f"rendering with {values!r} succeeded; it should have failed")

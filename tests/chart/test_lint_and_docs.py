@@ -25,6 +25,19 @@ def test_example_chart_lints_clean(example_dir, mode, native, wrapper):
     assert findings(report) == []
 
 
+@pytest.mark.parametrize("mode", chartkit.MODES)
+@pytest.mark.parametrize("wrapper", [True, False])
+def test_kubeslice_worker_fixture_lints_clean(worker_chart_dir, mode, wrapper):
+    # helm-python-sdk's lint takes kube_version but does not apply it to the render
+    # (even 1.18.0 against the chart's ">= 1.19.0-0" passes), so lint runs at the SDK's
+    # default version; the version matrix is in test_kubeslice_worker.py.
+    values = {"hubFollower": {"enabled": True, "restart": {"mode": mode}, "execWrapper": wrapper,
+                              "secondary": {"endpoint": "https://10.1.80.12:6443", "secretName": "kubeslice-hub-secondary"}}}
+    report = helm.lint(worker_chart_dir, values, strict=True)
+    assert report["total_charts_linted"] == 1
+    assert findings(report) == []
+
+
 def test_library_chart_lints_clean():
     report = helm.lint(chartkit.LIBRARY, strict=True)
     assert findings(report) == []
@@ -69,7 +82,8 @@ def test_docs_name_only_templates_the_library_defines():
         defined |= set(re.findall(r'define "(hub-follower\.[A-Za-z]+)"', tpl.read_text()))
     docs = chartkit.DOCS.read_text()
     included = set(re.findall(r'include "(hub-follower\.[A-Za-z]+)"', docs))
-    assert included, "docs/helm.md shows no include lines"
+    # A parent includes the wrap and, optionally, the notes; nothing else.
+    assert included == {"hub-follower.inject", "hub-follower.notes"}
     assert included <= defined, included - defined
     # Every template the example uses is documented.
     example = "\n".join(p.read_text() for p in (chartkit.EXAMPLE / "templates").iterdir())
@@ -119,3 +133,24 @@ def test_docs_table_lists_every_value():
         for name in names:
             short = name.rpartition(".")[2]
             assert f"`{name}`" in cells or f"`.{short}`" in cells or f"`{name}." in cells, name
+
+
+def test_docs_and_readme_show_the_fixtures_wrap():
+    # The integration documented is the one the kubeslice-worker fixture uses.
+    for doc in (chartkit.DOCS, chartkit.README):
+        assert chartkit.FIXTURE_WRAP in doc.read_text(), doc
+    assert chartkit.FIXTURE_WRAP in (chartkit.FIXTURE / "templates" / "operator-deployment.yaml").read_text()
+
+
+def test_the_documented_minimal_values_are_enough(worker_chart):
+    # The first hubFollower block in docs/helm.md and in the README's quick start.
+    for doc in (chartkit.DOCS, chartkit.README):
+        blocks = [d for b in re.findall(r"```yaml\n(.*?)```", doc.read_text(), flags=re.S) for d in yaml.safe_load_all(b)]
+        (minimal, *_) = [b for b in blocks if isinstance(b, dict) and "hubFollower" in b]
+        assert set(minimal["hubFollower"]) == {"enabled", "secondary"}, doc
+        assert set(minimal["hubFollower"]["secondary"]) == {"endpoint", "secretName"}, doc
+        for kube in ("1.33.0", "1.27.0"):
+            r = chartkit.render(worker_chart, minimal, kube_version=kube)
+            for d in r.docs:
+                chartkit.validate_k8s(d, kube.rpartition(".")[0])
+            assert r.sidecar["env"][0]["valueFrom"]["secretKeyRef"]["name"] == "kubeslice-hub"

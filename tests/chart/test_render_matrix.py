@@ -308,7 +308,9 @@ def test_single_hub_mode_has_no_secondary_anywhere(chart, mode, native, wrapper)
 
 def test_notes_name_the_rbac_the_watch_needs(chart):
     on = chartkit.render(chart).notes
-    assert "get, list and watch on" in on and "clusters.controller.kubeslice.io/worker-1" in on
+    assert "get, list and watch on" in on and "clusters.controller.kubeslice.io/<the worker's CLUSTER_NAME>" in on
+    named = chartkit.render(chart, chartkit.hf(clusterName="worker-1")).notes
+    assert "clusters.controller.kubeslice.io/worker-1" in named
     off = chartkit.render(chart, chartkit.hf(watch={"enabled": False})).notes
     assert "get, list and watch" not in off and "needs get on" in off
     assert "Single-hub mode" not in on

@@ -13,13 +13,37 @@ def sc(chart, **values):
     return r, r.sidecar["securityContext"]
 
 
-def test_signal_mode_runs_as_the_configured_worker_uid_without_capabilities(chart):
-    r, ctx = sc(chart, restart={"mode": "signal", "workerUID": 1001})
+def fixture_sc(worker_chart, **values):
+    """The kubeslice-worker-shaped fixture, whose manager sets no runAsUser."""
+    r = chartkit.render(worker_chart, chartkit.hf(enabled=True, secondary=SECONDARY, **values))
+    chartkit.validate_k8s(r.deployment)
+    return r, r.sidecar["securityContext"]
+
+
+SECONDARY = {"endpoint": "https://10.1.80.12:6443", "secretName": "kubeslice-hub-secondary"}
+
+
+def test_signal_mode_runs_as_the_configured_worker_uid_without_capabilities(worker_chart):
+    r, ctx = fixture_sc(worker_chart, restart={"mode": "signal", "workerUID": 1001})
     assert ctx["runAsUser"] == 1001
     assert ctx["runAsNonRoot"] is True
     # Same-UID processes may signal each other: nothing to add.
     assert ctx["capabilities"] == {"drop": ["ALL"]}
     assert r.pod["shareProcessNamespace"] is True
+    # The worker sets no runAsUser, so it gets workerUID: same UID by construction.
+    assert r.worker["securityContext"] == {"allowPrivilegeEscalation": False, "runAsUser": 1001}
+
+
+def test_the_workers_own_uid_wins_over_worker_uid(chart):
+    # The example's manager runs as 65532 explicitly; restart.workerUID is then unused.
+    r, ctx = sc(chart, restart={"mode": "signal", "workerUID": 1001})
+    assert ctx["runAsUser"] == r.worker["securityContext"]["runAsUser"] == 65532
+
+
+@pytest.mark.parametrize("mode", ["liveness", "none"])
+def test_worker_uid_is_left_alone_outside_signal_mode(worker_chart, mode):
+    r, _ = fixture_sc(worker_chart, restart={"mode": mode, "workerUID": 1001})
+    assert r.worker["securityContext"] == {"allowPrivilegeEscalation": False}
 
 
 def test_signal_mode_as_root_adds_only_kill(chart):
@@ -31,8 +55,8 @@ def test_signal_mode_as_root_adds_only_kill(chart):
     assert ctx["readOnlyRootFilesystem"] is True
 
 
-def test_root_worker_is_followed_by_uid_not_by_capability(chart):
-    _, ctx = sc(chart, restart={"mode": "signal", "workerUID": 0})
+def test_root_worker_is_followed_by_uid_not_by_capability(worker_chart):
+    _, ctx = fixture_sc(worker_chart, restart={"mode": "signal", "workerUID": 0})
     assert ctx["runAsUser"] == 0
     assert ctx["capabilities"] == {"drop": ["ALL"]}
 
@@ -50,8 +74,8 @@ def test_explicit_sidecar_uid_is_honoured_outside_signal_mode(chart):
     assert (ctx["runAsUser"], ctx["runAsGroup"]) == (2000, 2000)
 
 
-def test_installer_never_runs_as_root(chart):
-    r, _ = sc(chart, restart={"mode": "signal", "workerUID": 0})
+def test_installer_never_runs_as_root(worker_chart):
+    r, _ = fixture_sc(worker_chart, restart={"mode": "signal", "workerUID": 0})
     ictx = r.installer["securityContext"]
     assert ictx["runAsUser"] != 0 and ictx["runAsNonRoot"] is True
     assert ictx["capabilities"] == {"drop": ["ALL"]}

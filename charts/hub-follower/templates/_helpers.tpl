@@ -1,7 +1,15 @@
 {{/*
-Internal helpers of the hub-follower library chart. The templates a parent chart
-includes are in _pod.tpl and _monitoring.tpl; everything here takes the parent's
-root context unless it says otherwise.
+Internal helpers of the hub-follower library chart. A parent chart includes only
+"hub-follower.inject" (and, in its NOTES.txt, "hub-follower.notes"), both in _pod.tpl.
+Helpers here take either the parent's root context or the inject context `$c`, a dict
+built by hub-follower.inject:
+
+  root              the parent's root context
+  hf                .Values.hubFollower
+  native            bool: the sidecar is a native (restartable init) container
+  workerUID         int: the UID the worker container runs as
+  primaryEndpoint   the primary endpoint as a literal, "" when it comes from a Secret
+
 */}}
 
 {{/* Paths shared by the sidecar and the worker. The handoff publishes credential
@@ -32,7 +40,26 @@ true
 {{/* "true" when a secondary hub is configured. Without one the sidecar runs in
 single-hub mode: it publishes the primary once and never polls nor watches. */}}
 {{- define "hub-follower.twoHubs" -}}
-{{- if .Values.hubFollower.secondary.endpoint -}}
+{{- $s := .Values.hubFollower.secondary -}}
+{{- if or $s.endpoint $s.endpointFrom (dig "controllerSecret" "endpoint" "" $s) -}}
+true
+{{- end -}}
+{{- end -}}
+
+{{/* "true" when the sidecar is a native sidecar (an init container with
+`restartPolicy: Always`, Kubernetes 1.29+). nativeSidecar unset (null) follows the
+cluster's version; true below 1.29 fails, because the API server would drop the
+field and run the sidecar as an init container that never ends. */}}
+{{- define "hub-follower.native" -}}
+{{- $set := .Values.hubFollower.nativeSidecar -}}
+{{- $kube := .Capabilities.KubeVersion.Version -}}
+{{- $supported := semverCompare ">=1.29.0-0" $kube -}}
+{{- if kindIs "invalid" $set -}}
+{{- if $supported }}true{{ end -}}
+{{- else if $set -}}
+{{- if not $supported -}}
+{{- fail (printf "hubFollower.nativeSidecar: true needs Kubernetes 1.29 or later (an init container with restartPolicy: Always), and this render targets %s. Leave nativeSidecar unset to get a regular sidecar container below 1.29, or set it to false" $kube) -}}
+{{- end -}}
 true
 {{- end -}}
 {{- end -}}
@@ -68,16 +95,16 @@ same pattern; this check also covers `--skip-schema-validation`.
 {{- $total -}}
 {{- end -}}
 
-{{/* The sidecar's UID: securityContext.runAsUser when set; otherwise the worker's UID
+{{/* The sidecar's UID (takes $c): securityContext.runAsUser when set; otherwise the worker's UID
 in signal mode (same-UID processes may signal each other without a capability) and
 65532 (distroless "nonroot") in the other modes. */}}
 {{- define "hub-follower.sidecarUID" -}}
-{{- $hf := .Values.hubFollower -}}
+{{- $hf := .hf -}}
 {{- $set := $hf.securityContext.runAsUser -}}
 {{- if not (kindIs "invalid" $set) -}}
 {{- $set | int64 -}}
 {{- else if eq $hf.restart.mode "signal" -}}
-{{- $hf.restart.workerUID | int64 -}}
+{{- .workerUID | int64 -}}
 {{- else -}}
 65532
 {{- end -}}
@@ -88,8 +115,7 @@ not share the worker's UID. Validation guarantees that UID is then 0, because
 Kubernetes gives a non-root container no effective capabilities (no ambient
 capabilities, and allowPrivilegeEscalation: false blocks file capabilities). */}}
 {{- define "hub-follower.needsKill" -}}
-{{- $hf := .Values.hubFollower -}}
-{{- if and (eq $hf.restart.mode "signal") (ne (include "hub-follower.sidecarUID" . | int64) ($hf.restart.workerUID | int64)) -}}
+{{- if and (eq .hf.restart.mode "signal") (ne (include "hub-follower.sidecarUID" . | int64) (.workerUID | int64)) -}}
 true
 {{- end -}}
 {{- end -}}
@@ -142,33 +168,36 @@ timeoutSeconds: {{ $timeout }}
 successThreshold: 1
 {{- end -}}
 
+
 {{/*
-Checks that the schema cannot express. Renders nothing; fails with a message that
-names the field.
+Checks that the schema cannot express (takes $c). Renders nothing; fails with a
+message that names the field. The worker-derived settings (endpoint, cluster name,
+project namespace) are checked where hub-follower.primaryEnv resolves them.
 */}}
 {{- define "hub-follower.validate" -}}
-{{- $hf := .Values.hubFollower -}}
-{{- if not $hf.primary.endpointFrom -}}
-{{- $primary := tpl (toString $hf.primary.endpoint) . -}}
-{{- if not (regexMatch "^https://[^\\s]+$" $primary) -}}
-{{- fail (printf "hubFollower.primary.endpoint: %q must be the worker's hub URL (https://...), or set hubFollower.primary.endpointFrom" $primary) -}}
+{{- $hf := .hf -}}
+{{- $root := .root -}}
+{{- $secondaryLiteral := $hf.secondary.endpoint -}}
+{{- if and .primaryEndpoint $secondaryLiteral (eq (trimSuffix "/" .primaryEndpoint) (trimSuffix "/" $secondaryLiteral)) -}}
+{{- fail (printf "hubFollower.secondary.endpoint: %q is the same as the primary hub (the worker's HUB_HOST_ENDPOINT or hubFollower.primary.endpoint); it must be the other hub" $secondaryLiteral) -}}
 {{- end -}}
-{{- if eq (trimSuffix "/" $primary) (trimSuffix "/" $hf.secondary.endpoint) -}}
-{{- fail (printf "hubFollower.secondary.endpoint: %q is the same as hubFollower.primary.endpoint; it must be the other hub" $hf.secondary.endpoint) -}}
+{{- if and $hf.secondary.endpoint $hf.secondary.endpointFrom -}}
+{{- fail "hubFollower.secondary.endpointFrom: set either hubFollower.secondary.endpoint or hubFollower.secondary.endpointFrom, not both" -}}
+{{- end -}}
+{{- $cs := $hf.secondary.controllerSecret | default dict -}}
+{{- if or $cs.token (index $cs "ca.crt") $cs.endpoint -}}
+{{- if not (and $cs.token (index $cs "ca.crt")) -}}
+{{- fail "hubFollower.secondary.controllerSecret: `token` and `ca.crt` (both base64) are needed to render the secondary hub's Secret" -}}
+{{- end -}}
+{{- if not $hf.secondary.secretName -}}
+{{- fail "hubFollower.secondary.secretName: name the Secret that hubFollower.secondary.controllerSecret renders" -}}
 {{- end -}}
 {{- end -}}
-{{- if and (not $hf.secondary.endpoint) $hf.secondary.secretName -}}
+{{- if and (include "hub-follower.twoHubs" $root) (not $hf.secondary.secretName) -}}
+{{- fail "hubFollower.secondary.secretName: required with a secondary hub; the Secret holds `token` and `ca.crt` minted on that hub (or render it with hubFollower.secondary.controllerSecret)" -}}
+{{- end -}}
+{{- if and (not (include "hub-follower.twoHubs" $root)) $hf.secondary.secretName -}}
 {{- fail (printf "hubFollower.secondary.secretName: %q is set but hubFollower.secondary.endpoint is empty; set the endpoint of the secondary hub, or leave both empty for single-hub mode" $hf.secondary.secretName) -}}
-{{- end -}}
-{{- $cluster := tpl (toString $hf.clusterName) . -}}
-{{- if not (regexMatch "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$" $cluster) -}}
-{{- fail (printf "hubFollower.clusterName: %q must be the worker's CLUSTER_NAME, a DNS-1123 subdomain" $cluster) -}}
-{{- end -}}
-{{- if not $hf.projectNamespaceFrom -}}
-{{- $ns := tpl (toString $hf.projectNamespace) . -}}
-{{- if not (regexMatch "^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$" $ns) -}}
-{{- fail (printf "hubFollower.projectNamespace: %q must be the worker's HUB_PROJECT_NAMESPACE, a DNS-1123 label, or set hubFollower.projectNamespaceFrom" $ns) -}}
-{{- end -}}
 {{- end -}}
 {{- /* The binary refuses zero for these; jitter and cooldown may be 0s. */ -}}
 {{- $positive := dict "pollInterval" $hf.pollInterval "probeTimeout" $hf.probeTimeout "confirmInterval" $hf.confirmInterval "restart.killAfter" $hf.restart.killAfter "restart.verifyTimeout" $hf.restart.verifyTimeout "restart.livenessFailFor" $hf.restart.livenessFailFor "exec.wait" $hf.exec.wait -}}
@@ -205,40 +234,122 @@ off); here they fail before a pod crash-loops. */ -}}
 {{- end -}}
 {{- $uid := include "hub-follower.sidecarUID" . | int64 -}}
 {{- if eq $hf.restart.mode "signal" -}}
-{{- if and (ne $uid ($hf.restart.workerUID | int64)) (ne $uid 0) -}}
-{{- fail (printf "hubFollower.securityContext.runAsUser: %d differs from hubFollower.restart.workerUID (%d); a non-root sidecar can signal only processes of its own UID. Leave runAsUser empty to run as the worker's UID, or set it to 0 to run as root with only the KILL capability" $uid ($hf.restart.workerUID | int64)) -}}
+{{- if and (ne $uid (.workerUID | int64)) (ne $uid 0) -}}
+{{- fail (printf "hubFollower.securityContext.runAsUser: %d differs from the worker's UID (%d: its runAsUser, or hubFollower.restart.workerUID when it sets none); a non-root sidecar can signal only processes of its own UID. Leave runAsUser empty to run as the worker's UID, or set it to 0 to run as root with only the KILL capability" $uid (.workerUID | int64)) -}}
 {{- end -}}
 {{- else if eq $uid 0 -}}
 {{- fail (printf "hubFollower.securityContext.runAsUser: 0 (root) is allowed only with hubFollower.restart.mode=signal; in %s mode the sidecar needs no privilege" $hf.restart.mode) -}}
 {{- end -}}
 {{- if eq $hf.restart.mode "liveness" -}}
-{{- $_ := include "hub-follower.workerLivenessTiming" . -}}
+{{- $_ := include "hub-follower.workerLivenessTiming" $root -}}
 {{- end -}}
 {{- end -}}
 
-{{/* The sidecar's environment. */}}
+{{/*
+The sidecar's primary-hub env entries as a YAML list (takes $c plus "workerEnv", the
+worker container's env entries by name). Each one is, in order of preference: the
+value given in hubFollower.*, the worker's own entry copied as it is (`value` or
+`valueFrom`), or, for the credential files only, the binary's default path.
+*/}}
+{{- define "hub-follower.primaryEnv" -}}
+{{- $hf := .hf -}}
+{{- $root := .root -}}
+{{- $w := .workerEnv -}}
+{{- $worker := .workerName -}}
+{{- $out := list -}}
+{{- /* HUB_HOST_ENDPOINT */ -}}
+{{- if $hf.primary.endpointFrom -}}
+{{- $out = append $out (dict "name" "HUB_HOST_ENDPOINT" "valueFrom" $hf.primary.endpointFrom) -}}
+{{- else if $hf.primary.endpoint -}}
+{{- $v := tpl (toString $hf.primary.endpoint) $root -}}
+{{- if not (regexMatch "^https://[^\\s]+$" $v) -}}
+{{- fail (printf "hubFollower.primary.endpoint: %q must be the worker's hub URL (https://...); leave it empty to use the worker's own HUB_HOST_ENDPOINT" $v) -}}
+{{- end -}}
+{{- $out = append $out (dict "name" "HUB_HOST_ENDPOINT" "value" $v) -}}
+{{- else if hasKey $w "HUB_HOST_ENDPOINT" -}}
+{{- $e := get $w "HUB_HOST_ENDPOINT" -}}
+{{- if and (hasKey $e "value") (not (regexMatch "^https://[^\\s]+$" (toString $e.value))) -}}
+{{- fail (printf "hubFollower.primary.endpoint: the worker container %s has HUB_HOST_ENDPOINT=%q, not an https:// URL; set hubFollower.primary.endpoint or hubFollower.primary.endpointFrom" $worker (toString $e.value)) -}}
+{{- end -}}
+{{- $out = append $out (deepCopy $e) -}}
+{{- else -}}
+{{- fail (printf "hubFollower.primary.endpoint: the worker container %s has no HUB_HOST_ENDPOINT env entry to copy; set hubFollower.primary.endpoint (https://...) or hubFollower.primary.endpointFrom" $worker) -}}
+{{- end -}}
+{{- /* HUB_PROJECT_NAMESPACE */ -}}
+{{- if $hf.projectNamespaceFrom -}}
+{{- $out = append $out (dict "name" "HUB_PROJECT_NAMESPACE" "valueFrom" $hf.projectNamespaceFrom) -}}
+{{- else -}}
+{{- $e := dict -}}
+{{- $field := "hubFollower.projectNamespace" -}}
+{{- if $hf.projectNamespace -}}
+{{- $e = dict "name" "HUB_PROJECT_NAMESPACE" "value" (tpl (toString $hf.projectNamespace) $root) -}}
+{{- else if hasKey $w "HUB_PROJECT_NAMESPACE" -}}
+{{- $e = deepCopy (get $w "HUB_PROJECT_NAMESPACE") -}}
+{{- else -}}
+{{- fail (printf "hubFollower.projectNamespace: the worker container %s has no HUB_PROJECT_NAMESPACE env entry to copy; set hubFollower.projectNamespace or hubFollower.projectNamespaceFrom" $worker) -}}
+{{- end -}}
+{{- if and (hasKey $e "value") (not (regexMatch "^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$" (toString $e.value))) -}}
+{{- fail (printf "%s: %q must be the worker's HUB_PROJECT_NAMESPACE, a DNS-1123 label, or set hubFollower.projectNamespaceFrom" $field (toString $e.value)) -}}
+{{- end -}}
+{{- $out = append $out $e -}}
+{{- end -}}
+{{- /* CLUSTER_NAME */ -}}
+{{- $e := dict -}}
+{{- if $hf.clusterName -}}
+{{- $e = dict "name" "CLUSTER_NAME" "value" (tpl (toString $hf.clusterName) $root) -}}
+{{- else if hasKey $w "CLUSTER_NAME" -}}
+{{- $e = deepCopy (get $w "CLUSTER_NAME") -}}
+{{- else -}}
+{{- fail (printf "hubFollower.clusterName: the worker container %s has no CLUSTER_NAME env entry to copy; set hubFollower.clusterName" $worker) -}}
+{{- end -}}
+{{- if and (hasKey $e "value") (not (regexMatch "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$" (toString $e.value))) -}}
+{{- fail (printf "hubFollower.clusterName: %q must be the worker's CLUSTER_NAME, a DNS-1123 subdomain" (toString $e.value)) -}}
+{{- end -}}
+{{- $out = append $out $e -}}
+{{- /* HUB_TOKEN_FILE, HUB_CA_FILE: the paths the sidecar reads and publishes. */ -}}
+{{- $dir := include "hub-follower.primaryCredentialDir" $root -}}
+{{- range $spec := list (list "HUB_TOKEN_FILE" "tokenFile" "token") (list "HUB_CA_FILE" "caFile" "ca.crt") -}}
+{{- $var := index $spec 0 -}}
+{{- $spec = rest $spec -}}
+{{- $set := index $hf.primary (index $spec 0) -}}
+{{- if $set -}}
+{{- $out = append $out (dict "name" $var "value" $set) -}}
+{{- else if hasKey $w $var -}}
+{{- $e := get $w $var -}}
+{{- if not (hasKey $e "value") -}}
+{{- fail (printf "hubFollower.primary.%s: the worker's %s is not a literal path, so the chart cannot tell where to mount its volume in the sidecar; set hubFollower.primary.%s" (index $spec 0) $var (index $spec 0)) -}}
+{{- end -}}
+{{- $out = append $out (deepCopy $e) -}}
+{{- else -}}
+{{- $out = append $out (dict "name" $var "value" (printf "%s/%s" $dir (index $spec 1))) -}}
+{{- end -}}
+{{- end -}}
+{{- toYaml $out -}}
+{{- end -}}
+
+{{/* The sidecar's environment, except the primary-hub entries (hub-follower.primaryEnv).
+Takes $c. */}}
 {{- define "hub-follower.sidecarEnv" -}}
-{{- $hf := .Values.hubFollower -}}
-{{- $primaryDir := include "hub-follower.primaryCredentialDir" . -}}
-{{- $secondaryDir := include "hub-follower.secondaryCredentialDir" . -}}
-- name: HUB_HOST_ENDPOINT
-{{- if $hf.primary.endpointFrom }}
-  valueFrom:
-    {{- toYaml $hf.primary.endpointFrom | nindent 4 }}
-{{- else }}
-  value: {{ tpl (toString $hf.primary.endpoint) . | quote }}
-{{- end }}
-- name: HUB_TOKEN_FILE
-  value: {{ printf "%s/token" $primaryDir | quote }}
-- name: HUB_CA_FILE
-  value: {{ printf "%s/ca.crt" $primaryDir | quote }}
+{{- $hf := .hf -}}
+{{- $root := .root -}}
+{{- $secondaryDir := include "hub-follower.secondaryCredentialDir" $root -}}
 {{- with $hf.primary.tlsServerName }}
 - name: HUB_TLS_SERVER_NAME
   value: {{ . | quote }}
 {{- end }}
-{{- if include "hub-follower.twoHubs" . }}
+{{- if include "hub-follower.twoHubs" $root }}
 - name: HUB_SECONDARY_HOST_ENDPOINT
+{{- if $hf.secondary.endpoint }}
   value: {{ $hf.secondary.endpoint | quote }}
+{{- else if $hf.secondary.endpointFrom }}
+  valueFrom:
+    {{- toYaml $hf.secondary.endpointFrom | nindent 4 }}
+{{- else }}
+  valueFrom:
+    secretKeyRef:
+      name: {{ $hf.secondary.secretName }}
+      key: endpoint
+{{- end }}
 - name: HUB_SECONDARY_TOKEN_FILE
   value: {{ printf "%s/token" $secondaryDir | quote }}
 - name: HUB_SECONDARY_CA_FILE
@@ -247,18 +358,6 @@ off); here they fail before a pod crash-loops. */ -}}
 - name: HUB_SECONDARY_TLS_SERVER_NAME
   value: {{ . | quote }}
 {{- end }}
-{{- end }}
-{{- with tpl (toString $hf.clusterName) . }}
-- name: CLUSTER_NAME
-  value: {{ . | quote }}
-{{- end }}
-{{- if $hf.projectNamespaceFrom }}
-- name: HUB_PROJECT_NAMESPACE
-  valueFrom:
-    {{- toYaml $hf.projectNamespaceFrom | nindent 4 }}
-{{- else if tpl (toString $hf.projectNamespace) . }}
-- name: HUB_PROJECT_NAMESPACE
-  value: {{ tpl (toString $hf.projectNamespace) . | quote }}
 {{- end }}
 - name: HUB_POLL_INTERVAL
   value: {{ $hf.pollInterval | quote }}
@@ -305,78 +404,136 @@ permission_denied. */}}
 {{- end }}
 {{- end -}}
 
-{{/* The sidecar container as one list item; native decides the sidecar flavour. */}}
+{{/* The sidecar container as a map in YAML (takes $c). hub-follower.inject adds the
+primary-hub env entries and the primary credential mounts as data. */}}
 {{- define "hub-follower.sidecar" -}}
-{{- include "hub-follower.validate" . -}}
-{{- $hf := .Values.hubFollower -}}
-- name: hub-follower
-  image: {{ include "hub-follower.image" . | quote }}
-  imagePullPolicy: {{ $hf.image.pullPolicy }}
-  {{- if $hf.nativeSidecar }}
-  # A restartable init container (native sidecar, Kubernetes 1.29+): it keeps running
-  # beside the worker, and the worker starts only once the startupProbe passed.
-  restartPolicy: Always
+{{- $hf := .hf -}}
+{{- $root := .root -}}
+name: hub-follower
+image: {{ include "hub-follower.image" $root | quote }}
+imagePullPolicy: {{ $hf.image.pullPolicy }}
+{{- if .native }}
+restartPolicy: Always
+{{- end }}
+env:
+  {{- include "hub-follower.sidecarEnv" . | nindent 2 }}
+ports:
+  - name: hub-follower
+    containerPort: {{ $hf.port | int64 }}
+    protocol: TCP
+{{- if .native }}
+startupProbe:
+  httpGet:
+    path: /readyz
+    port: hub-follower
+  periodSeconds: {{ $hf.startupProbe.periodSeconds | int64 }}
+  failureThreshold: {{ $hf.startupProbe.failureThreshold | int64 }}
+  timeoutSeconds: 1
+{{- end }}
+livenessProbe:
+  httpGet:
+    path: /healthz
+    port: hub-follower
+  periodSeconds: 10
+  failureThreshold: 3
+  timeoutSeconds: 2
+readinessProbe:
+  httpGet:
+    path: /readyz
+    port: hub-follower
+  periodSeconds: 5
+  failureThreshold: 2
+  timeoutSeconds: 2
+resources:
+  {{- toYaml $hf.resources | nindent 2 }}
+securityContext:
+  {{- include "hub-follower.containerSecurityContext" (dict "root" $root "uid" (include "hub-follower.sidecarUID" . | int64) "kill" (eq (include "hub-follower.needsKill" .) "true")) | nindent 2 }}
+volumeMounts:
+  - name: {{ include "hub-follower.handoffVolume" $root }}
+    mountPath: {{ $hf.handoff.dir }}
+  {{- if include "hub-follower.twoHubs" $root }}
+  - name: {{ include "hub-follower.secondaryVolume" $root }}
+    mountPath: {{ include "hub-follower.secondaryCredentialDir" $root }}
+    readOnly: true
   {{- end }}
-  env:
-    {{- include "hub-follower.sidecarEnv" . | nindent 4 }}
-  ports:
-    - name: hub-follower
-      containerPort: {{ $hf.port | int64 }}
-      protocol: TCP
-  {{- if $hf.nativeSidecar }}
-  startupProbe:
-    httpGet:
-      path: /readyz
-      port: hub-follower
-    periodSeconds: {{ $hf.startupProbe.periodSeconds | int64 }}
-    failureThreshold: {{ $hf.startupProbe.failureThreshold | int64 }}
-    timeoutSeconds: 1
-  {{- end }}
-  livenessProbe:
-    httpGet:
-      path: /healthz
-      port: hub-follower
-    periodSeconds: 10
-    failureThreshold: 3
-    timeoutSeconds: 2
-  readinessProbe:
-    httpGet:
-      path: /readyz
-      port: hub-follower
-    periodSeconds: 5
-    failureThreshold: 2
-    timeoutSeconds: 2
-  resources:
-    {{- toYaml $hf.resources | nindent 4 }}
-  securityContext:
-    {{- include "hub-follower.containerSecurityContext" (dict "root" . "uid" (include "hub-follower.sidecarUID" . | int64) "kill" (eq (include "hub-follower.needsKill" .) "true")) | nindent 4 }}
-  volumeMounts:
-    - name: {{ include "hub-follower.handoffVolume" . }}
-      mountPath: {{ $hf.handoff.dir }}
-    - name: {{ $hf.primary.volumeName }}
-      mountPath: {{ include "hub-follower.primaryCredentialDir" . }}
-      readOnly: true
-    {{- if include "hub-follower.twoHubs" . }}
-    - name: {{ include "hub-follower.secondaryVolume" . }}
-      mountPath: {{ include "hub-follower.secondaryCredentialDir" . }}
-      readOnly: true
-    {{- end }}
 {{- end -}}
 
-{{/* The init container that copies the binary for the exec wrapper. */}}
+{{/* The init container that copies the binary for the exec wrapper, as a map in YAML
+(takes $c). It never runs as root. */}}
 {{- define "hub-follower.installer" -}}
-{{- $hf := .Values.hubFollower -}}
+{{- $hf := .hf -}}
+{{- $root := .root -}}
 {{- $uid := include "hub-follower.sidecarUID" . | int64 -}}
 {{- if eq $uid 0 }}{{ $uid = 65532 }}{{ end -}}
-- name: hub-follower-install
-  image: {{ include "hub-follower.image" . | quote }}
-  imagePullPolicy: {{ $hf.image.pullPolicy }}
-  args: ["install", {{ include "hub-follower.binPath" . | quote }}]
-  resources:
-    {{- toYaml $hf.resources | nindent 4 }}
-  securityContext:
-    {{- include "hub-follower.containerSecurityContext" (dict "root" . "uid" $uid "kill" false) | nindent 4 }}
-  volumeMounts:
-    - name: {{ include "hub-follower.binVolume" . }}
-      mountPath: {{ include "hub-follower.binDir" . }}
+name: hub-follower-install
+image: {{ include "hub-follower.image" $root | quote }}
+imagePullPolicy: {{ $hf.image.pullPolicy }}
+args: ["install", {{ include "hub-follower.binPath" $root | quote }}]
+resources:
+  {{- toYaml $hf.resources | nindent 2 }}
+securityContext:
+  {{- include "hub-follower.containerSecurityContext" (dict "root" $root "uid" $uid "kill" false) | nindent 2 }}
+volumeMounts:
+  - name: {{ include "hub-follower.binVolume" $root }}
+    mountPath: {{ include "hub-follower.binDir" $root }}
+{{- end -}}
+
+{{/* The worker's volumes as a YAML list (takes $c): the handoff directory
+(memory-backed: it holds a kubeconfig view of the credentials), the secondary hub's
+credential (with two hubs), and the binary for the wrapper. */}}
+{{- define "hub-follower.volumes" -}}
+{{- $hf := .hf -}}
+{{- $root := .root -}}
+- name: {{ include "hub-follower.handoffVolume" $root }}
+  emptyDir:
+    medium: Memory
+    sizeLimit: {{ $hf.handoff.sizeLimit }}
+{{- if include "hub-follower.twoHubs" $root }}
+- name: {{ include "hub-follower.secondaryVolume" $root }}
+  secret:
+    secretName: {{ $hf.secondary.secretName }}
+    defaultMode: 0444
+    # Listing the keys makes a Secret without them fail the pod visibly at mount time
+    # instead of failing the credential exactly at failover.
+    items:
+      - key: token
+        path: token
+      - key: ca.crt
+        path: ca.crt
+{{- end }}
+{{- if $hf.execWrapper }}
+- name: {{ include "hub-follower.binVolume" $root }}
+  emptyDir:
+    sizeLimit: 64Mi
+{{- end }}
+{{- end -}}
+
+{{/* The worker container's extra volumeMounts as a YAML list (takes $c). The handoff
+dir is writable because the exec wrapper writes worker-ack.json there. The secondary
+credential sits at the sidecar's path because the handoff publishes paths. */}}
+{{- define "hub-follower.workerVolumeMounts" -}}
+{{- $hf := .hf -}}
+{{- $root := .root -}}
+- name: {{ include "hub-follower.handoffVolume" $root }}
+  mountPath: {{ $hf.handoff.dir }}
+{{- if include "hub-follower.twoHubs" $root }}
+- name: {{ include "hub-follower.secondaryVolume" $root }}
+  mountPath: {{ include "hub-follower.secondaryCredentialDir" $root }}
+  readOnly: true
+{{- end }}
+{{- if $hf.execWrapper }}
+- name: {{ include "hub-follower.binVolume" $root }}
+  mountPath: {{ include "hub-follower.binDir" $root }}
+  readOnly: true
+{{- end }}
+{{- end -}}
+
+{{/* The worker's livenessProbe in liveness mode, as a map in YAML (takes the root):
+an httpGet on the sidecar's /worker/livez with the timing of
+hub-follower.workerLivenessTiming. */}}
+{{- define "hub-follower.workerLivenessProbe" -}}
+httpGet:
+  path: /worker/livez
+  port: {{ .Values.hubFollower.port | int64 }}
+{{ include "hub-follower.workerLivenessTiming" . }}
 {{- end -}}
