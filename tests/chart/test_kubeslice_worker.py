@@ -165,8 +165,12 @@ def test_kube_rbac_proxy_and_the_configmap_are_untouched(combo):
     assert r.container("kube-rbac-proxy") == plain.container("kube-rbac-proxy")
     assert r.kind("ConfigMap") == plain.kind("ConfigMap")
     assert r.kind("Secret") == plain.kind("Secret")
-    # The ConfigMap passes through as text, not re-serialised.
-    assert "  worker.yaml: |-\n    disabledEvents:\n    - LicenseSecretNotFound" in r.file("operator-deployment.yaml")
+    # The ConfigMap passes through as the text it was written as, not re-serialised
+    # (toYaml would sort its keys: data before kind and metadata).
+    configmap = [d for d in r.file("operator-deployment.yaml").split("\n---\n") if "kind: ConfigMap" in d]
+    plain_configmap = [d for d in plain.file("operator-deployment.yaml").split("\n---\n") if "kind: ConfigMap" in d]
+    assert len(configmap) == 1
+    assert configmap[0].strip() == plain_configmap[0].strip()
 
 
 def test_the_workers_metrics_annotations_stay(combo):
@@ -333,3 +337,19 @@ def test_a_document_that_is_not_yaml_is_named(tmp_path):
     with helm.Chart.load(chart_dir) as broken:
         message = chartkit.render_error(broken, {"hubFollower": MINIMAL})
     assert "hub-follower.inject: a document in the manifests is not valid YAML" in message
+
+
+def test_signal_mode_gives_a_worker_without_security_context_its_uid(tmp_path):
+    chart_dir = chartkit.prepare_fixture(tmp_path)
+    deployment = chart_dir / "templates" / "operator-deployment.yaml"
+    text = deployment.read_text()
+    block = "        securityContext:\n          allowPrivilegeEscalation: false\n"
+    assert text.count(block) == 1
+    deployment.write_text(text.replace(block, ""))
+    with helm.Chart.load(chart_dir) as chart:
+        r = chartkit.render(chart, {"hubFollower": dict(MINIMAL, restart={"mode": "signal", "workerUID": 1001})})
+        assert r.worker["securityContext"] == {"runAsUser": 1001}
+        assert r.sidecar["securityContext"]["runAsUser"] == 1001
+        chartkit.validate_k8s(r.deployment)
+        r = chartkit.render(chart, {"hubFollower": dict(MINIMAL, restart={"mode": "liveness", "workerUID": 1001})})
+        assert "securityContext" not in r.worker
