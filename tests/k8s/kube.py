@@ -1,0 +1,543 @@
+"""Real Kubernetes for the tests: etcd, kube-apiserver, containerd and kubelet as processes.
+
+Nothing here is a stand-in. The binaries are the ones `tests/k8s/build.sh` builds from the
+Go module `k8s.io/kubernetes` (and Debian's etcd, containerd and runc). Every process is
+started by this file, remembered by its PID, and stopped by it in every outcome.
+
+The whole suite runs inside a network namespace of its own (`tests/k8s/run` makes it): the
+API servers bind to 127.0.0.1 there, and the node's address (`NODE_IP`) sits on that
+namespace's loopback device, because kubelet refuses a loopback address as the node IP.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import tarfile
+import hashlib
+import io
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+REPO = Path(__file__).resolve().parents[2]
+BIN = REPO / "target" / "k8s" / "bin"
+IMAGES = REPO / "target" / "k8s" / "images"
+NODE_IP = os.environ.get("HUB_K8S_NODE_IP", "10.213.0.2")
+NODE_NAME = "hf-node"
+# Copies instead of overlay mounts: slower for big images, and these are a few MiB.
+SNAPSHOTTER = "native"
+
+# The Cluster CRD as the KubeSlice controller serves it, reduced to what hub-follower reads.
+# status.activeController is declared: a structural schema prunes undeclared fields, and
+# that pruning is one of the things the real API server brings.
+CLUSTER_CRD = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "clusters.controller.kubeslice.io"},
+    "spec": {
+        "group": "controller.kubeslice.io",
+        "scope": "Namespaced",
+        "names": {"plural": "clusters", "singular": "cluster", "kind": "Cluster", "listKind": "ClusterList"},
+        "versions": [
+            {
+                "name": "v1alpha1",
+                "served": True,
+                "storage": True,
+                "subresources": {"status": {}},
+                "schema": {
+                    "openAPIV3Schema": {
+                        "type": "object",
+                        "properties": {
+                            "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+                            "status": {
+                                "type": "object",
+                                "properties": {
+                                    "activeController": {
+                                        "type": "object",
+                                        "properties": {
+                                            "endpoint": {"type": "string"},
+                                            "identity": {"type": "string"},
+                                            "lastUpdated": {"type": "string", "format": "date-time"},
+                                        },
+                                    }
+                                },
+                            },
+                        },
+                    }
+                },
+            }
+        ],
+    },
+}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for(what: str, check: Callable[[], Any], timeout: float, every: float = 0.1) -> Any:
+    """Polls check() until it returns something truthy; fails naming what was awaited."""
+    deadline = time.monotonic() + timeout
+    last_error: BaseException | None = None
+    while time.monotonic() < deadline:
+        try:
+            value = check()
+            if value:
+                return value
+        except Exception as e:  # noqa: BLE001 - reported below if it never succeeds
+            last_error = e
+        time.sleep(every)
+    raise TimeoutError(f"timed out after {timeout}s waiting for {what}" + (f" (last error: {last_error})" if last_error else ""))
+
+
+def now_rfc3339() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+# ---------------------------------------------------------------------------------------------
+# Processes
+
+
+@dataclass
+class Proc:
+    """A process this suite started. Its output goes to a log file kept for failures."""
+
+    name: str
+    argv: list[str]
+    log: Path
+    env: dict[str, str] | None = None
+    popen: subprocess.Popen | None = None
+
+    def start(self) -> "Proc":
+        self.log.parent.mkdir(parents=True, exist_ok=True)
+        out = open(self.log, "ab")
+        self.popen = subprocess.Popen(self.argv, stdout=out, stderr=subprocess.STDOUT, env=self.env, start_new_session=True)
+        out.close()
+        return self
+
+    @property
+    def pid(self) -> int:
+        assert self.popen is not None
+        return self.popen.pid
+
+    def alive(self) -> bool:
+        return self.popen is not None and self.popen.poll() is None
+
+    def freeze(self) -> None:
+        os.kill(self.pid, signal.SIGSTOP)
+
+    def thaw(self) -> None:
+        os.kill(self.pid, signal.SIGCONT)
+
+    def stop(self, grace: float = 10.0) -> None:
+        """SIGTERM, then SIGKILL after grace; a frozen process is thawed first."""
+        if not self.alive():
+            return
+        assert self.popen is not None
+        try:
+            os.kill(self.pid, signal.SIGCONT)
+            self.popen.terminate()
+            self.popen.wait(grace)
+        except subprocess.TimeoutExpired:
+            self.popen.kill()
+            self.popen.wait(5)
+
+    def tail(self, lines: int = 40) -> str:
+        try:
+            return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""
+
+
+# ---------------------------------------------------------------------------------------------
+# Certificates
+
+
+class Pki:
+    """One test CA and the certificates it signs, made with the openssl command."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        root.mkdir(parents=True, exist_ok=True)
+        self.ca_crt = root / "ca.crt"
+        self.ca_key = root / "ca.key"
+        self._openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                      "-keyout", self.ca_key, "-out", self.ca_crt, "-days", "3", "-subj", "/CN=hub-follower-test-ca",
+                      "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign")
+        # The service-account token signer of the API servers that share this CA.
+        self.sa_key = root / "sa.key"
+        self.sa_pub = root / "sa.pub"
+        self._openssl("genrsa", "-out", self.sa_key, "2048")
+        self._openssl("rsa", "-in", self.sa_key, "-pubout", "-out", self.sa_pub)
+
+    def _openssl(self, *args: Any) -> None:
+        subprocess.run(["openssl", *map(str, args)], check=True, capture_output=True)
+
+    def issue(self, name: str, cn: str, org: str | None = None, ips: tuple[str, ...] = (), dns: tuple[str, ...] = ()) -> tuple[Path, Path]:
+        crt, key, csr, ext = (self.root / f"{name}.{s}" for s in ("crt", "key", "csr", "ext"))
+        subject = f"/CN={cn}" + (f"/O={org}" if org else "")
+        self._openssl("req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                      "-keyout", key, "-out", csr, "-subj", subject)
+        sans = [f"IP:{ip}" for ip in ips] + [f"DNS:{d}" for d in dns]
+        lines = ["basicConstraints=CA:FALSE", "keyUsage=critical,digitalSignature,keyEncipherment",
+                 "extendedKeyUsage=serverAuth,clientAuth"]
+        if sans:
+            lines.append("subjectAltName=" + ",".join(sans))
+        ext.write_text("\n".join(lines) + "\n")
+        self._openssl("x509", "-req", "-in", csr, "-CA", self.ca_crt, "-CAkey", self.ca_key, "-CAcreateserial",
+                      "-out", crt, "-days", "3", "-extfile", ext)
+        return crt, key
+
+
+# ---------------------------------------------------------------------------------------------
+# A control plane: etcd and one kube-apiserver
+
+
+@dataclass
+class ControlPlane:
+    """An etcd and a kube-apiserver serving on 127.0.0.1:port, with an admin kubeconfig."""
+
+    name: str
+    root: Path
+    pki: Pki
+    advertise: str = NODE_IP
+    port: int = field(default_factory=free_port)
+    etcd: Proc | None = None
+    apiserver: Proc | None = None
+
+    @property
+    def endpoint(self) -> str:
+        return f"https://127.0.0.1:{self.port}"
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.root / "admin.kubeconfig"
+
+    def start(self) -> "ControlPlane":
+        self.root.mkdir(parents=True, exist_ok=True)
+        client, peer = free_port(), free_port()
+        self.etcd_url = f"http://127.0.0.1:{client}"
+        self.etcd = Proc(f"{self.name}-etcd", [
+            shutil.which("etcd") or "etcd", "--name", self.name, "--data-dir", str(self.root / "etcd"),
+            "--listen-client-urls", self.etcd_url, "--advertise-client-urls", self.etcd_url,
+            "--listen-peer-urls", f"http://127.0.0.1:{peer}", "--initial-advertise-peer-urls", f"http://127.0.0.1:{peer}",
+            "--initial-cluster", f"{self.name}=http://127.0.0.1:{peer}", "--logger", "zap", "--log-level", "warn",
+        ], self.root / "etcd.log").start()
+        wait_for(f"{self.name}'s etcd", lambda: urllib.request.urlopen(f"{self.etcd_url}/health", timeout=1).status == 200, 30)
+
+        self.serving = self.pki.issue(f"{self.name}-serving", "kube-apiserver", ips=("127.0.0.1", NODE_IP), dns=("localhost",))
+        self.admin = self.pki.issue(f"{self.name}-admin", "test-admin", org="system:masters")
+        self.start_apiserver()
+        self._write_kubeconfig(self.kubeconfig, user={"client-certificate": str(self.admin[0]), "client-key": str(self.admin[1])})
+        wait_for(f"{self.name}'s default namespace", lambda: self.kubectl("get", "namespace", "default", check=False).returncode == 0, 30)
+        return self
+
+    def start_apiserver(self) -> None:
+        crt, key = self.serving
+        argv = [
+            str(BIN / "kube-apiserver"),
+            f"--etcd-servers={self.etcd_url}",
+            f"--secure-port={self.port}", "--bind-address=127.0.0.1", f"--advertise-address={self.advertise}",
+            f"--tls-cert-file={crt}", f"--tls-private-key-file={key}",
+            f"--client-ca-file={self.pki.ca_crt}",
+            "--service-account-issuer=https://kubernetes.default.svc",
+            f"--service-account-key-file={self.pki.sa_pub}",
+            f"--service-account-signing-key-file={self.pki.sa_key}",
+            "--authorization-mode=RBAC",
+            "--service-cluster-ip-range=10.96.0.0/24",
+            f"--cert-dir={self.root / 'certs'}",
+            "--kubelet-preferred-address-types=InternalIP,Hostname",
+            f"--kubelet-certificate-authority={self.pki.ca_crt}",
+            f"--kubelet-client-certificate={self.admin[0]}", f"--kubelet-client-key={self.admin[1]}",
+            "--profiling=false", "--v=1",
+        ]
+        self.apiserver = Proc(f"{self.name}-apiserver", argv, self.root / "apiserver.log").start()
+        self.wait_ready()
+
+    def wait_ready(self, timeout: float = 90) -> None:
+        wait_for(f"{self.name}'s kube-apiserver /readyz", lambda: self.readyz() == 200, timeout, every=0.25)
+
+    def readyz(self) -> int:
+        ctx = ssl.create_default_context(cafile=str(self.pki.ca_crt))
+        ctx.load_cert_chain(str(self.admin[0]), str(self.admin[1]))
+        try:
+            with urllib.request.urlopen(f"{self.endpoint}/readyz", context=ctx, timeout=2) as r:
+                return r.status
+        except urllib.error.HTTPError as e:
+            return e.code
+
+    def restart_apiserver(self) -> None:
+        assert self.apiserver is not None
+        self.apiserver.stop()
+        self.start_apiserver()
+
+    def stop(self) -> None:
+        for p in (self.apiserver, self.etcd):
+            if p is not None:
+                p.stop()
+
+    def _write_kubeconfig(self, path: Path, user: dict[str, str]) -> None:
+        path.write_text(json.dumps({
+            "apiVersion": "v1", "kind": "Config", "current-context": "c",
+            "clusters": [{"name": "c", "cluster": {"server": self.endpoint, "certificate-authority": str(self.pki.ca_crt)}}],
+            "users": [{"name": "u", "user": user}],
+            "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+        }))
+
+    # --- kubectl --------------------------------------------------------------------------
+
+    def kubectl(self, *args: str, input: str | None = None, check: bool = True, timeout: float = 60) -> subprocess.CompletedProcess:
+        r = subprocess.run(["kubectl", f"--kubeconfig={self.kubeconfig}", "--request-timeout=20s", *args],
+                           input=input, capture_output=True, text=True, timeout=timeout)
+        if check and r.returncode != 0:
+            raise RuntimeError(f"kubectl {' '.join(args)} on {self.name}: {r.stderr.strip()}")
+        return r
+
+    def apply(self, *objects: dict[str, Any]) -> None:
+        self.kubectl("apply", "--server-side", "--force-conflicts", "-f", "-",
+                     input=json.dumps({"apiVersion": "v1", "kind": "List", "items": list(objects)}))
+
+    def get(self, *args: str) -> dict[str, Any]:
+        return json.loads(self.kubectl("get", *args, "-o", "json").stdout)
+
+    def token(self, namespace: str, sa: str, bound_secret: str | None = None) -> str:
+        args = ["create", "token", sa, "-n", namespace, "--duration=2h"]
+        if bound_secret:
+            args += ["--bound-object-kind=Secret", f"--bound-object-name={bound_secret}"]
+        return self.kubectl(*args).stdout.strip()
+
+
+# ---------------------------------------------------------------------------------------------
+# A hub: a control plane serving the Cluster CRD
+
+
+@dataclass
+class Hub:
+    """A KubeSlice controller's cluster as hub-follower sees it: the Cluster CRD, the worker's
+    Cluster object in the project namespace, and an identity that may read it."""
+
+    cp: ControlPlane
+    namespace: str = "kubeslice-demo"
+    cluster: str = "worker-1"
+    reader: str = "worker-1"  # the service account hub-follower authenticates as
+
+    def install(self) -> "Hub":
+        cp = self.cp
+        cp.apply(CLUSTER_CRD)
+        cp.kubectl("wait", "--for=condition=Established", "crd/clusters.controller.kubeslice.io", "--timeout=60s")
+        ns = self.namespace
+        cp.apply(
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}},
+            {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": self.reader, "namespace": ns}},
+            # An identity with no RoleBinding: every read of it is a 403 from RBAC.
+            {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "stranger", "namespace": ns}},
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "cluster-reader", "namespace": ns},
+             "rules": [{"apiGroups": ["controller.kubeslice.io"], "resources": ["clusters"], "verbs": ["get", "list", "watch"]}]},
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": "cluster-reader", "namespace": ns},
+             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "cluster-reader"},
+             "subjects": [{"kind": "ServiceAccount", "name": self.reader, "namespace": ns}]},
+        )
+        wait_for("the Cluster kind to be served", lambda: cp.kubectl("get", "clusters.controller.kubeslice.io", "-n", ns, check=False).returncode == 0, 30)
+        cp.apply({"apiVersion": "controller.kubeslice.io/v1alpha1", "kind": "Cluster",
+                  "metadata": {"name": self.cluster, "namespace": ns}, "spec": {}})
+        return self
+
+    def claim(self, endpoint: str, identity: str, last_updated: str | None = None) -> None:
+        """Publishes status.activeController, as the controller does, through the status subresource."""
+        status = {"activeController": {"endpoint": endpoint, "identity": identity, "lastUpdated": last_updated or now_rfc3339()}}
+        self.cp.kubectl("patch", "clusters.controller.kubeslice.io", self.cluster, "-n", self.namespace,
+                        "--subresource=status", "--type=merge", "-p", json.dumps({"status": status}))
+
+    def status(self) -> dict[str, Any]:
+        return self.cp.get("clusters.controller.kubeslice.io", self.cluster, "-n", self.namespace).get("status", {})
+
+    def token(self, sa: str | None = None, bound_secret: str | None = None) -> str:
+        return self.cp.token(self.namespace, sa or self.reader, bound_secret)
+
+
+def write_atomically(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+# ---------------------------------------------------------------------------------------------
+# Images: OCI archives made here, imported into containerd; no registry
+
+
+def oci_archive(out: Path, name: str, files: dict[str, tuple[Path | bytes, int]], entrypoint: list[str], user: str | None = None) -> Path:
+    """Writes an OCI image layout tarball with one uncompressed layer holding `files`
+    (path in the image -> (source, mode)). containerd names it from the index annotation."""
+    layer_buf = io.BytesIO()
+    with tarfile.open(fileobj=layer_buf, mode="w", format=tarfile.PAX_FORMAT) as layer:
+        dirs: set[str] = set()
+        for path in sorted(files):
+            parts = path.strip("/").split("/")
+            for i in range(1, len(parts)):
+                d = "/".join(parts[:i])
+                if d not in dirs:
+                    dirs.add(d)
+                    info = tarfile.TarInfo(d)
+                    info.type, info.mode, info.mtime = tarfile.DIRTYPE, 0o755, 0
+                    layer.addfile(info)
+            src, mode = files[path]
+            data = src if isinstance(src, bytes) else Path(src).read_bytes()
+            info = tarfile.TarInfo(path.strip("/"))
+            info.size, info.mode, info.mtime = len(data), mode, 0
+            layer.addfile(info, io.BytesIO(data))
+    layer_bytes = layer_buf.getvalue()
+    blobs: dict[str, bytes] = {}
+
+    def blob(data: bytes) -> dict[str, Any]:
+        digest = "sha256:" + hashlib.sha256(data).hexdigest()
+        blobs[digest] = data
+        return {"digest": digest, "size": len(data)}
+
+    config = {"architecture": "amd64", "os": "linux",
+              "config": {"Entrypoint": entrypoint, "Env": ["PATH=/"], **({"User": user} if user else {})},
+              "rootfs": {"type": "layers", "diff_ids": ["sha256:" + hashlib.sha256(layer_bytes).hexdigest()]}}
+    manifest = {"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
+                "config": {"mediaType": "application/vnd.oci.image.config.v1+json", **blob(json.dumps(config).encode())},
+                "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar", **blob(layer_bytes)}]}
+    index = {"schemaVersion": 2, "manifests": [{
+        "mediaType": "application/vnd.oci.image.manifest.v1+json", **blob(json.dumps(manifest).encode()),
+        "platform": {"architecture": "amd64", "os": "linux"},
+        "annotations": {"io.containerd.image.name": name, "org.opencontainers.image.ref.name": name.rsplit(":", 1)[1]}}]}
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(out, "w") as tar:
+        def add(path: str, data: bytes) -> None:
+            info = tarfile.TarInfo(path)
+            info.size, info.mtime = len(data), 0
+            tar.addfile(info, io.BytesIO(data))
+        add("oci-layout", json.dumps({"imageLayoutVersion": "1.0.0"}).encode())
+        add("index.json", json.dumps(index).encode())
+        for digest, data in blobs.items():
+            add(f"blobs/sha256/{digest.split(':')[1]}", data)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# A node: containerd and kubelet, registered with a control plane
+
+
+@dataclass
+class Node:
+    cp: ControlPlane
+    root: Path
+    containerd: Proc | None = None
+    kubelet: Proc | None = None
+
+    @property
+    def sock(self) -> Path:
+        return self.root / "containerd" / "containerd.sock"
+
+    def start(self, images: list[Path], pause_image: str) -> "Node":
+        c = self.root / "containerd"
+        (c / "cni").mkdir(parents=True, exist_ok=True)
+        # Host-network pods need no CNI, but the runtime reports its network ready only with a
+        # configuration: loopback alone serves.
+        (c / "cni" / "10-loopback.conflist").write_text(json.dumps(
+            {"cniVersion": "0.4.0", "name": "lo", "plugins": [{"type": "loopback"}]}))
+        (c / "config.toml").write_text(f"""version = 2
+root = "{c / 'root'}"
+state = "{c / 'state'}"
+[grpc]
+  address = "{self.sock}"
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "{pause_image}"
+  # The sandbox lacks CAP_SYS_RESOURCE: runc cannot lower oom_score_adj.
+  restrict_oom_score_adj = true
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "{SNAPSHOTTER}"
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        SystemdCgroup = false
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/usr/lib/cni"
+    conf_dir = "{c / 'cni'}"
+""")
+        self.containerd = Proc("containerd", [shutil.which("containerd") or "containerd", "--config", str(c / "config.toml")],
+                               self.root / "containerd.log").start()
+        wait_for("containerd's socket", self.sock.exists, 30)
+        for image in images:
+            subprocess.run(["ctr", "--address", str(self.sock), "-n", "k8s.io", "images", "import",
+                            f"--snapshotter={SNAPSHOTTER}", str(image)], check=True, capture_output=True)
+
+        k = self.root / "kubelet"
+        k.mkdir(parents=True, exist_ok=True)
+        serving = self.cp.pki.issue("kubelet-serving", NODE_NAME, ips=(NODE_IP, "127.0.0.1"), dns=(NODE_NAME,))
+        client = self.cp.pki.issue("kubelet-client", f"system:node:{NODE_NAME}", org="system:masters")
+        kubeconfig = k / "kubeconfig"
+        self.cp._write_kubeconfig(kubeconfig, user={"client-certificate": str(client[0]), "client-key": str(client[1])})
+        self.kubelet_port = free_port()
+        config = {
+            "apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration",
+            "address": NODE_IP, "port": self.kubelet_port, "readOnlyPort": 0, "healthzPort": 0,
+            "cgroupDriver": "cgroupfs", "containerRuntimeEndpoint": f"unix://{self.sock}",
+            "tlsCertFile": str(serving[0]), "tlsPrivateKeyFile": str(serving[1]),
+            "authentication": {"anonymous": {"enabled": False}, "webhook": {"enabled": False},
+                               "x509": {"clientCAFile": str(self.cp.pki.ca_crt)}},
+            "authorization": {"mode": "AlwaysAllow"},
+            "failSwapOn": False, "cgroupsPerQOS": False, "enforceNodeAllocatable": [],
+            "localStorageCapacityIsolation": False, "makeIPTablesUtilChains": False,
+            "evictionHard": {"memory.available": "100Mi", "nodefs.available": "1%", "imagefs.available": "1%", "nodefs.inodesFree": "1%"},
+            "imageGCHighThresholdPercent": 100, "imageGCLowThresholdPercent": 99,
+            "syncFrequency": "5s", "fileCheckFrequency": "5s", "nodeStatusUpdateFrequency": "5s",
+            "serializeImagePulls": False, "resolvConf": "/etc/resolv.conf",
+            "failCgroupV1": False,
+            "podLogsDir": str(self.root / "pod-logs"),
+        }
+        (k / "config.json").write_text(json.dumps(config))
+        self.kubelet = Proc("kubelet", [
+            str(BIN / "kubelet"), f"--config={k / 'config.json'}", f"--kubeconfig={kubeconfig}",
+            f"--hostname-override={NODE_NAME}", f"--node-ip={NODE_IP}", f"--root-dir={k / 'root'}",
+            f"--cert-dir={k / 'pki'}", "--v=2",
+        ], self.root / "kubelet.log").start()
+        wait_for("the node to be Ready", self._ready, 120, every=0.5)
+        return self
+
+    def _ready(self) -> bool:
+        if not (self.kubelet and self.kubelet.alive()):
+            raise RuntimeError("kubelet exited:\n" + (self.kubelet.tail() if self.kubelet else ""))
+        node = self.cp.get("node", NODE_NAME)
+        return any(c["type"] == "Ready" and c["status"] == "True" for c in node["status"].get("conditions", []))
+
+    def stop(self) -> None:
+        if self.kubelet is not None:
+            self.kubelet.stop()
+        if self.containerd is not None and self.containerd.alive():
+            # The pods' shims and processes outlive containerd; end them through it first.
+            subprocess.run(["ctr", "--address", str(self.sock), "-n", "k8s.io", "tasks", "ls", "-q"], capture_output=True)
+            for task in _ctr_lines(self.sock, "tasks", "ls", "-q"):
+                subprocess.run(["ctr", "--address", str(self.sock), "-n", "k8s.io", "tasks", "kill", "-s", "SIGKILL", task], capture_output=True)
+            time.sleep(1)
+            for task in _ctr_lines(self.sock, "tasks", "ls", "-q"):
+                subprocess.run(["ctr", "--address", str(self.sock), "-n", "k8s.io", "tasks", "delete", "-f", task], capture_output=True)
+            self.containerd.stop()
+        # Mounts of the pods' volumes (tmpfs for Secrets) stay after kubelet; unmount ours.
+        for line in reversed(Path("/proc/self/mounts").read_text().splitlines()):
+            target = line.split()[1]
+            if target.startswith(str(self.root)):
+                subprocess.run(["umount", "-l", target], capture_output=True)
+
+
+def _ctr_lines(sock: Path, *args: str) -> list[str]:
+    r = subprocess.run(["ctr", "--address", str(sock), "-n", "k8s.io", *args], capture_output=True, text=True)
+    return [line.strip() for line in r.stdout.splitlines() if line.strip()]
+
+
+def b64(text: str | bytes) -> str:
+    return base64.b64encode(text.encode() if isinstance(text, str) else text).decode()

@@ -1,0 +1,148 @@
+"""hub-follower against two real kube-apiservers as hubs.
+
+Each hub serves the Cluster CRD with status.activeController declared, and a Role that lets
+the worker's service account read its Cluster object. Tokens are real service-account tokens
+from the TokenRequest API; claims are written through the status subresource, as the
+controller writes them.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from follower import Follower
+from kube import Hub, wait_for, write_atomically
+
+A_ID, B_ID = "ctrl-a", "ctrl-b"
+LONG_AGO = "2026-01-01T00:00:00Z"
+# Fast enough that a test takes seconds, not minutes; the watch test uses the defaults.
+QUICK = {"HUB_POLL_INTERVAL": "2s", "HUB_PROBE_TIMEOUT": "1s", "HUB_CONFIRM_INTERVAL": "500ms"}
+
+
+@pytest.fixture
+def claims_on_a(hubs):
+    """Both hubs agree that A is Active, with an old lastUpdated, so any fresh claim wins."""
+    a, b = hubs
+    for hub in hubs:
+        hub.claim(a.cp.endpoint, A_ID, LONG_AGO)
+    return hubs
+
+
+@pytest.fixture
+def start(tmp_path: Path, hubs):
+    """Starts hub-follower processes; stops every one after the test, whatever happened."""
+    started: list[Follower] = []
+
+    def _start(settings: dict[str, str] | None = None, primary_token: str | None = None, secondary_token: str | None = None, name: str = "f") -> Follower:
+        a, b = hubs
+        f = Follower(tmp_path / name, a, b, primary_token or a.token(), secondary_token or b.token(), settings or {})
+        started.append(f)
+        return f.start()
+
+    yield _start
+    for f in started:
+        f.stop()
+
+
+def test_starts_on_the_hub_both_real_hubs_claim(hubs, start):
+    a, b = hubs
+    for hub in hubs:
+        hub.claim(b.cp.endpoint, B_ID)
+    f = start(QUICK)
+    decision = wait_for("the startup decision", lambda: f.handoff(), 15)
+    assert decision["hub"] == "secondary" and decision["reason"] == "startup"
+    assert decision["identity"] == B_ID
+    assert decision["endpoint"] == b.cp.endpoint
+    # The real API server kept the declared status field: the claim came back whole.
+    assert f.status()["hubs"]["primary"]["claim"]["identity"] == B_ID
+
+
+def test_promotion_while_the_active_api_server_is_frozen(claims_on_a, start):
+    a, b = claims_on_a
+    f = start(QUICK)
+    wait_for("startup on A", lambda: f.published("primary", "startup"), 15)
+    a.cp.apiserver.freeze()
+    try:
+        b.claim(b.cp.endpoint, B_ID)
+        switched = wait_for("the switch to B", lambda: f.published("secondary", "switch"), 30)
+        assert switched["identity"] == B_ID
+        # The frozen hub had no say: its reads ran into the deadline.
+        assert f.status()["hubs"]["primary"]["reason"] == "timeout"
+        assert f.metric("kubeslice_worker_hub_probe_errors_total", hub="primary", reason="timeout") >= 1
+    finally:
+        a.cp.apiserver.thaw()
+    a.cp.wait_ready()
+
+
+def test_a_403_from_rbac_is_counted_as_forbidden(claims_on_a, start):
+    a, b = claims_on_a
+    # "stranger" authenticates, but no RoleBinding lets it read Cluster objects.
+    f = start(QUICK, secondary_token=b.token("stranger"))
+    wait_for("startup on A", lambda: f.published("primary", "startup"), 15)
+    wait_for("a forbidden read of B", lambda: f.metric("kubeslice_worker_hub_probe_errors_total", hub="secondary", reason="forbidden") >= 2, 15)
+    secondary = f.status()["hubs"]["secondary"]
+    assert secondary["reason"] == "forbidden"
+    assert "403" in secondary["detail"]
+    # The watch is refused by the same RBAC, and says so.
+    wait_for("the watch's list refused", lambda: f.metric("kubeslice_worker_hub_watch_restarts_total", hub="secondary", reason="list_failed") >= 1, 15)
+    assert f.metric("kubeslice_worker_hub_watch_up", hub="secondary") == 0
+    # A forbidden hub has no say; nothing moves.
+    assert f.published("primary", "startup")
+
+
+def test_a_promotion_reaches_the_handoff_through_the_watch_in_under_3s_at_default_timing(claims_on_a, start):
+    a, b = claims_on_a
+    f = start({})  # defaults: 10 s poll, 1 s confirm interval, 3 confirmations, watch on
+    wait_for("startup on A", lambda: f.published("primary", "startup"), 20)
+    wait_for("both watches up", lambda: f.metric("kubeslice_worker_hub_watch_up") == 2, 20)
+    # Let the first poll round pass, so the promotion lands between polls.
+    time.sleep(1)
+    t0 = time.monotonic()
+    b.claim(b.cp.endpoint, B_ID)
+    wait_for("the switch to B", lambda: f.published("secondary", "switch"), 15, every=0.02)
+    elapsed = time.monotonic() - t0
+    print(f"promotion -> handoff through the watch: {elapsed:.3f}s")
+    assert elapsed < 3.0, f"took {elapsed:.2f}s"
+
+
+def test_a_rotated_token_file_is_used_from_the_next_round(claims_on_a, start, tmp_path):
+    a, b = claims_on_a
+    # Tokens bound to a Secret die with it: deleting the Secret revokes exactly that token.
+    for name in ("token-1", "token-2"):
+        b.cp.apply({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": b.namespace}})
+    old, new = b.token(bound_secret="token-1"), b.token(bound_secret="token-2")
+    f = start(QUICK, secondary_token=old)
+    # A second follower keeps the old token: it proves the revocation below is real.
+    stale = start(QUICK, secondary_token=old, name="stale")
+    wait_for("B answering with the old token", lambda: f.status()["hubs"]["secondary"]["verdict"] == "claim", 15)
+
+    write_atomically(f.token_file("secondary"), new)
+    time.sleep(2.5)  # more than a poll interval: the next round reads the new file
+    b.cp.kubectl("delete", "secret", "token-1", "-n", b.namespace)
+    wait_for("the old token to be refused", lambda: stale.metric("kubeslice_worker_hub_probe_errors_total", hub="secondary", reason="unauthorized") >= 1, 30)
+
+    answered = f.metric("kubeslice_worker_hub_probe_duration_seconds_count", hub="secondary")
+    wait_for("more rounds with the new token", lambda: f.metric("kubeslice_worker_hub_probe_duration_seconds_count", hub="secondary") >= answered + 3, 15)
+    assert f.metric("kubeslice_worker_hub_probe_errors_total", hub="secondary", reason="unauthorized") == 0
+    assert f.status()["hubs"]["secondary"]["verdict"] == "claim"
+
+
+def test_the_watch_comes_back_after_an_api_server_restart(claims_on_a, start):
+    a, b = claims_on_a
+    # Two minutes between polls: a switch within seconds can only have come through the watch.
+    f = start({"HUB_POLL_INTERVAL": "120s", "HUB_CONFIRM_INTERVAL": "500ms", "HUB_PROBE_TIMEOUT": "2s"})
+    wait_for("startup on A", lambda: f.published("primary", "startup"), 20)
+    wait_for("both watches up", lambda: f.metric("kubeslice_worker_hub_watch_up") == 2, 20)
+    failures = f.metric("kubeslice_worker_hub_watch_restarts_total", hub="secondary")
+
+    b.cp.restart_apiserver()
+    wait_for("the watch to notice", lambda: f.metric("kubeslice_worker_hub_watch_restarts_total", hub="secondary") > failures, 30)
+    wait_for("the watch up again", lambda: f.metric("kubeslice_worker_hub_watch_up", hub="secondary") == 1, 60, every=0.25)
+
+    events = f.metric("kubeslice_worker_hub_watch_events_total", hub="secondary", type="apply")
+    b.claim(b.cp.endpoint, B_ID)
+    wait_for("the switch to B", lambda: f.published("secondary", "switch"), 20, every=0.05)
+    assert f.metric("kubeslice_worker_hub_watch_events_total", hub="secondary", type="apply") > events

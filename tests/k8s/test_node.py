@@ -1,0 +1,302 @@
+"""The example chart's pod on a real node: kubelet and containerd, with the two real hubs.
+
+The chart is rendered with real Helm (tests/chart/chartkit.py). No scheduler or
+controller-manager runs, so the Deployment's pod template is created as a Pod bound to the
+node; from there on it is the real kubelet that starts, probes, restarts and orders the
+containers. The pod uses the host network (the suite's own network namespace): the hubs
+listen on its 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import statistics
+import subprocess
+import sys
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from follower import binary
+from kube import IMAGES, NODE_NAME, REPO, ControlPlane, Node, b64, oci_archive, wait_for
+
+sys.path.insert(0, str(REPO / "tests" / "chart"))
+import chartkit  # noqa: E402
+
+NS = "kubeslice-system"
+A_ID, B_ID = "ctrl-a", "ctrl-b"
+LONG_AGO = "2026-01-01T00:00:00Z"
+IMAGE_REPO = "hubfollower.test"
+PAUSE = f"{IMAGE_REPO}/pause:test"
+RESULTS = REPO / "target" / "k8s" / "failover-latency.json"
+
+
+def build_images() -> list[Path]:
+    IMAGES.mkdir(parents=True, exist_ok=True)
+    for prog in ("manager", "pause"):
+        subprocess.run(["gcc", "-static", "-O2", "-o", str(IMAGES / prog), str(REPO / "tests/k8s/images" / f"{prog}.c")], check=True)
+    hf = binary()
+    assert hf.exists(), f"{hf} is missing: scripts/test builds it (HUB_FOLLOWER_RELEASE_BINARY)"
+    return [
+        oci_archive(IMAGES / "pause.tar", PAUSE, {"pause": (IMAGES / "pause", 0o755)}, ["/pause"]),
+        oci_archive(IMAGES / "worker.tar", f"{IMAGE_REPO}/worker:test", {"manager": (IMAGES / "manager", 0o755)}, ["/manager"], user="65532"),
+        oci_archive(IMAGES / "hub-follower.tar", f"{IMAGE_REPO}/hub-follower:test", {"hub-follower": (hf, 0o755)}, ["/hub-follower"], user="65532"),
+    ]
+
+
+@pytest.fixture(scope="module")
+def node(workdir: Path, pki, hubs):
+    """A third control plane (the worker's own cluster) and a kubelet registered with it."""
+    cp = ControlPlane("workload", workdir / "workload", pki)
+    n = Node(cp, workdir / "node")
+    try:
+        cp.start()
+        n.start(build_images(), PAUSE)
+        a, b = hubs
+        # What kube-controller-manager would have made, and the worker's hub credentials.
+        cp.apply(
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}},
+            {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default", "namespace": NS}},
+            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "kube-root-ca.crt", "namespace": NS},
+             "data": {"ca.crt": pki.ca_crt.read_text()}},
+            {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "kubeslice-hub-token", "namespace": NS},
+             "data": {"token": b64(a.token()), "ca.crt": b64(pki.ca_crt.read_bytes())}},
+            {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "kubeslice-hub-secondary-token", "namespace": NS},
+             "data": {"token": b64(b.token()), "ca.crt": b64(pki.ca_crt.read_bytes())}},
+        )
+        yield n
+    finally:
+        n.stop()
+        cp.stop()
+
+
+@pytest.fixture(scope="module")
+def example_chart(tmp_path_factory):
+    import helm_python as helm
+
+    with helm.Chart.load(chartkit.prepare_charts(tmp_path_factory.mktemp("charts"))) as chart:
+        yield chart
+
+
+class Pod:
+    """One rendering of the example chart, running on the node."""
+
+    def __init__(self, node: Node, chart, hubs, name: str, mode: str, native: bool, extra: dict[str, Any] | None = None):
+        a, b = hubs
+        self.cp, self.name = node.cp, name
+        values = {
+            "worker": {"image": {"repository": f"{IMAGE_REPO}/worker", "tag": "test", "pullPolicy": "Never"},
+                       "hubEndpoint": a.cp.endpoint, "projectNamespace": a.namespace, "clusterName": a.cluster},
+            "hubFollower": {"image": {"repository": f"{IMAGE_REPO}/hub-follower", "tag": "test", "pullPolicy": "Never"},
+                            "secondary": {"endpoint": b.cp.endpoint},
+                            "restart": {"mode": mode}, "nativeSidecar": native, **(extra or {})},
+        }
+        rendered = chartkit.render(chart, values, kube_version="1.34")
+        template = rendered.deployment["spec"]["template"]
+        spec = copy.deepcopy(template["spec"])
+        spec.update(nodeName=NODE_NAME, hostNetwork=True, dnsPolicy="Default")
+        self.manifest = {"apiVersion": "v1", "kind": "Pod",
+                         "metadata": {"name": name, "namespace": NS, **copy.deepcopy(template["metadata"])},
+                         "spec": spec}
+
+    def create(self) -> "Pod":
+        self.cp.apply(self.manifest)
+        return self
+
+    def delete(self) -> None:
+        self.cp.kubectl("delete", "pod", self.name, "-n", NS, "--ignore-not-found", "--grace-period=5", "--wait=true", "--timeout=90s", check=False, timeout=120)
+
+    def get(self) -> dict[str, Any]:
+        return self.cp.get("pod", self.name, "-n", NS)
+
+    def container(self, name: str) -> dict[str, Any]:
+        status = self.get()["status"]
+        for c in status.get("initContainerStatuses", []) + status.get("containerStatuses", []):
+            if c["name"] == name:
+                return c
+        return {}
+
+    def restarts(self, name: str) -> int:
+        return self.container(name).get("restartCount", 0)
+
+    def ready(self) -> bool:
+        return all(self.container(n).get("ready") for n in ("manager", "hub-follower"))
+
+    def logs(self, container: str, previous: bool = False) -> list[str]:
+        args = ["logs", self.name, "-n", NS, "-c", container, "--timestamps"] + (["--previous"] if previous else [])
+        r = self.cp.kubectl(*args, check=False)
+        return r.stdout.splitlines() if r.returncode == 0 else []
+
+    def worker_hub(self) -> str | None:
+        """The hub the running worker said it started with."""
+        for line in reversed(self.logs("manager")):
+            if "worker started: hub=" in line:
+                return line.split("hub=")[1].split()[0]
+        return None
+
+    def worker_started_at(self) -> float | None:
+        for line in reversed(self.logs("manager")):
+            if "worker started: hub=" in line:
+                return parse_time(line.split()[0])
+        return None
+
+    def events(self, reason: str) -> list[dict[str, Any]]:
+        items = self.cp.get("events", "-n", NS, "--field-selector", f"involvedObject.name={self.name}")["items"]
+        return [e for e in items if e["reason"] == reason]
+
+    def sidecar_pid(self) -> int:
+        """The sidecar's process, through containerd: the task of its container."""
+        cid = self.container("hub-follower")["containerID"].split("://")[1]
+        out = subprocess.run(["ctr", "--address", str(NODE_SOCK[0]), "-n", "k8s.io", "tasks", "ls"], capture_output=True, text=True, check=True).stdout
+        for line in out.splitlines()[1:]:
+            task, pid, status = line.split()[:3]
+            if task == cid and status == "RUNNING":
+                return int(pid)
+        raise AssertionError(f"no running task for the sidecar container {cid}")
+
+    def describe(self) -> str:
+        return self.cp.kubectl("describe", "pod", self.name, "-n", NS, check=False).stdout
+
+
+NODE_SOCK: list[Path] = []
+
+
+def parse_time(stamp: str) -> float:
+    # RFC 3339 with nanoseconds, as kubelet writes container log lines.
+    head, _, frac = stamp.rstrip("Z").partition(".")
+    return datetime.fromisoformat(head + "+00:00").timestamp() + (float("0." + frac) if frac else 0.0)
+
+
+@pytest.fixture
+def deploy(node, example_chart, hubs, request):
+    """Creates pods of the example chart; deletes every one after the test. On a failure the
+    pod's description and logs go into the report."""
+    NODE_SOCK[:] = [node.sock]
+    made: list[Pod] = []
+    for hub in hubs:
+        hub.claim(hubs[0].cp.endpoint, A_ID, LONG_AGO)
+
+    def _deploy(mode: str, native: bool, extra: dict[str, Any] | None = None, wait_ready: bool = True) -> Pod:
+        name = f"worker-{mode}-{'native' if native else 'classic'}-{len(made)}"
+        pod = Pod(node, example_chart, hubs, name, mode, native, extra).create()
+        made.append(pod)
+        if wait_ready:
+            wait_for(f"{name} ready", pod.ready, 120, every=0.5)
+        return pod
+
+    yield _deploy
+    failed = getattr(request.node, "rep_call", None)
+    for pod in made:
+        if failed is not None and failed.failed:
+            print(pod.describe())
+            for c in ("manager", "hub-follower"):
+                print(f"--- {c}\n" + "\n".join(pod.logs(c)[-30:]))
+        pod.delete()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    rep = outcome.get_result()
+    setattr(item, "rep_" + rep.when, rep)
+
+
+MODES = [("signal", True), ("signal", False), ("liveness", True), ("liveness", False), ("none", True), ("none", False)]
+
+
+@pytest.mark.parametrize("mode,native", MODES, ids=[f"{m}-{'native' if n else 'classic'}" for m, n in MODES])
+def test_a_promotion_moves_the_worker_exactly_once_and_leaves_the_sidecar_alone(deploy, hubs, mode, native):
+    a, b = hubs
+    pod = deploy(mode, native)
+    assert pod.worker_hub() == a.cp.endpoint
+    b.claim(b.cp.endpoint, B_ID)
+    if mode == "none":
+        # Observe only: the switch is published, the worker is never touched.
+        wait_for("the observed restart in the sidecar's log", lambda: any("would restart the worker" in l for l in pod.logs("hub-follower")), 60)
+        assert decided_at(pod) > 0  # the switch itself was published
+        time.sleep(10)
+        assert pod.restarts("manager") == 0
+        assert pod.worker_hub() == a.cp.endpoint
+    else:
+        wait_for("the worker restarted on B", lambda: pod.restarts("manager") >= 1 and pod.worker_hub() == b.cp.endpoint, 180, every=0.5)
+        wait_for("the worker ready again", pod.ready, 60, every=0.5)
+        time.sleep(10)  # long enough for a second, wrong restart to show
+        assert pod.restarts("manager") == 1
+        assert pod.worker_hub() == b.cp.endpoint
+        # kubelet restarted it once, without backing off.
+        assert pod.events("BackOff") == []
+    assert pod.restarts("hub-follower") == 0
+
+
+@pytest.mark.parametrize("native", [True, False], ids=["native", "classic"])
+def test_killing_the_sidecar_leaves_the_worker_alone(deploy, native):
+    pod = deploy("signal", native)
+    subprocess.run(["kill", "-9", str(pod.sidecar_pid())], check=True)
+    wait_for("the sidecar restarted by kubelet", lambda: pod.restarts("hub-follower") == 1 and pod.ready(), 90, every=0.5)
+    time.sleep(5)
+    assert pod.restarts("manager") == 0
+    published = [l for l in pod.logs("hub-follower") if "published the active hub" in l]
+    assert published and '"reason":"resumed"' in published[-1], "the restarted sidecar did not resume the decision"
+
+
+def test_a_native_sidecar_holds_the_worker_until_its_readyz_answers(deploy, hubs):
+    # With both hubs frozen, the first round waits out the probe timeout: the sidecar runs
+    # for seconds before it publishes a decision and /readyz answers 200.
+    for hub in hubs:
+        hub.cp.apiserver.freeze()
+    try:
+        pod = deploy("signal", True, wait_ready=False)
+        wait_for("the sidecar running", lambda: "running" in pod.container("hub-follower").get("state", {}), 60, every=0.2)
+        wait_for("the worker running", lambda: "running" in pod.container("manager").get("state", {}), 60, every=0.2)
+    finally:
+        for hub in hubs:
+            hub.cp.apiserver.thaw()
+    sidecar_started = datetime.fromisoformat(pod.container("hub-follower")["state"]["running"]["startedAt"].replace("Z", "+00:00")).timestamp()
+    worker_started = datetime.fromisoformat(pod.container("manager")["state"]["running"]["startedAt"].replace("Z", "+00:00")).timestamp()
+    # The default probe timeout is 3 s: a worker started with the sidecar would be seconds early.
+    assert worker_started - sidecar_started >= 3, (sidecar_started, worker_started)
+    for hub in hubs:
+        hub.cp.wait_ready()
+
+
+def test_failover_latency_on_the_real_node(deploy, hubs):
+    """Promotion -> worker running on the new hub, at the chart's default timing, over fresh
+    pods (a pod's later restarts meet kubelet's back-off; see docs/failure-modes.md)."""
+    a, b = hubs
+    samples = []
+    for i in range(5):
+        for hub in hubs:
+            hub.claim(a.cp.endpoint, A_ID, LONG_AGO)
+        pod = deploy("signal", i % 2 == 0)
+        t0 = time.time()
+        b.claim(b.cp.endpoint, B_ID)
+        wait_for("the worker on B", lambda: pod.worker_hub() == b.cp.endpoint, 120, every=0.1)
+        started = pod.worker_started_at()
+        handoff = decided_at(pod)
+        signalled = logged_at(pod, "signalled the worker")
+        samples.append({"total": started - t0, "decision": handoff - t0, "jitter": signalled - handoff,
+                        "kubelet": started - signalled})
+        pod.delete()
+    RESULTS.write_text(json.dumps(samples, indent=1))
+    for key in ("total", "decision", "jitter", "kubelet"):
+        values = sorted(s[key] for s in samples)
+        print(f"{key}: p50 {statistics.median(values):.2f}s max {values[-1]:.2f}s  {['%.2f' % v for v in values]}")
+    # The restart jitter is drawn from 0..5s (the chart's default); the rest is kubelet's.
+    assert all(0 <= s["jitter"] <= 5.5 and s["kubelet"] > 0 for s in samples), samples
+
+
+def decided_at(pod: Pod) -> float:
+    """When the sidecar logged the published switch (kubelet's timestamp of the line)."""
+    return logged_at(pod, "published the active hub", '"reason":"switch"')
+
+
+def logged_at(pod: Pod, *needles: str) -> float:
+    for line in pod.logs("hub-follower"):
+        stamp, _, rest = line.partition(" ")
+        if all(n in rest for n in needles):
+            return parse_time(stamp)
+    raise AssertionError(f"no {needles} in the sidecar's log:\n" + "\n".join(pod.logs("hub-follower")[-20:]))
