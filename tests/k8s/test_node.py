@@ -217,7 +217,7 @@ def test_a_promotion_moves_the_worker_exactly_once_and_leaves_the_sidecar_alone(
     if mode == "none":
         # Observe only: the switch is published, the worker is never touched.
         wait_for("the observed restart in the sidecar's log", lambda: any("would restart the worker" in l for l in pod.logs("hub-follower")), 60)
-        assert decided_at(pod) > 0  # the switch itself was published
+        decided_at(pod)  # fails unless the switch itself was published
         time.sleep(10)
         assert pod.restarts("manager") == 0
         assert pod.worker_hub() == a.cp.endpoint
@@ -264,8 +264,9 @@ def test_a_native_sidecar_holds_the_worker_until_its_readyz_answers(deploy, hubs
 
 
 def test_failover_latency_on_the_real_node(deploy, hubs):
-    """Promotion -> worker running on the new hub, at the chart's default timing, over fresh
-    pods (a pod's later restarts meet kubelet's back-off; see docs/failure-modes.md)."""
+    """Promotion -> worker running on the new hub, at the chart's default timing. Each sample
+    is a fresh pod, so each restart is its container's first: kubelet's back-off, which
+    delays a container's later restarts, is not part of these numbers."""
     a, b = hubs
     samples = []
     for i in range(5):
