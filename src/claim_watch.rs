@@ -4,8 +4,7 @@
 //! Polling stays as it is; a watch that fails (or hangs behind a proxy that breaks streaming)
 //! only costs that hub its fast path.
 
-use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::StreamExt;
@@ -40,7 +39,22 @@ pub struct WatchView {
     pub last_error: Option<String>,
 }
 
-pub type WatchViews = Arc<Mutex<BTreeMap<HubId, WatchView>>>;
+impl WatchView {
+    pub fn new() -> Self {
+        Self {
+            state: WatchState::Connecting,
+            since: jiff::Timestamp::now().to_string(),
+            events: 0,
+            last_error: None,
+        }
+    }
+}
+
+impl Default for WatchView {
+    fn default() -> Self {
+        Self::new()
+    }
+}
 
 /// What a claim change is compared on: the candidate without `lastUpdated`, which the Active
 /// republishes on a timer.
@@ -59,7 +73,8 @@ pub struct HubWatch {
     pub timeout: Duration,
     pub trigger: Arc<Notify>,
     pub metrics: Metrics,
-    pub views: WatchViews,
+    /// This watch's view, for `/status`.
+    pub view: watch::Sender<WatchView>,
 }
 
 impl HubWatch {
@@ -203,27 +218,19 @@ impl HubWatch {
             .watch_up
             .with_label_values(&[self.hub.as_str()])
             .set(i64::from(state == WatchState::Up));
-        let mut views = self.views.lock().unwrap_or_else(|e| e.into_inner());
-        let view = views.entry(self.hub).or_insert_with(|| WatchView {
-            state,
-            since: String::new(),
-            events: 0,
-            last_error: None,
+        self.view.send_modify(|view| {
+            if view.state != state {
+                view.since = jiff::Timestamp::now().to_string();
+            }
+            view.state = state;
+            if error.is_some() {
+                view.last_error = error;
+            }
         });
-        if view.state != state || view.since.is_empty() {
-            view.since = jiff::Timestamp::now().to_string();
-        }
-        view.state = state;
-        if error.is_some() {
-            view.last_error = error;
-        }
     }
 
     fn count_event(&self) {
-        let mut views = self.views.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(v) = views.get_mut(&self.hub) {
-            v.events += 1;
-        }
+        self.view.send_modify(|v| v.events += 1);
     }
 }
 

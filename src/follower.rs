@@ -14,7 +14,7 @@ use crate::handoff::{self, Handoff};
 use crate::hub::{probe_all, HubClient, Probe};
 use crate::metrics::Metrics;
 use crate::resolver::{Decision, Reason, Resolver};
-use crate::state::{HubView, Shared};
+use crate::state::{FollowerView, HubView};
 use crate::verdict::{ErrorReason, HubId, Verdict};
 
 pub struct Follower {
@@ -22,7 +22,9 @@ pub struct Follower {
     hubs: Vec<HubClient>,
     resolver: Resolver,
     metrics: Metrics,
-    shared: Arc<Shared>,
+    view: watch::Sender<FollowerView>,
+    /// Per hub, what it said last round, for the log line of a published decision.
+    said: HashMap<HubId, String>,
     next_generation: u64,
     /// A decision taken but not yet on disk (the last write failed); retried every round.
     unpublished: Option<Decision>,
@@ -41,7 +43,7 @@ pub type HubClients = watch::Receiver<Option<kube::Client>>;
 const MIN_WATCH_SPACING: std::time::Duration = std::time::Duration::from_millis(200);
 
 impl Follower {
-    pub fn new(config: Arc<Config>, metrics: Metrics, shared: Arc<Shared>) -> Self {
+    pub fn new(config: Arc<Config>, metrics: Metrics, view: FollowerView) -> Self {
         let hubs = HubClient::for_config(&config);
         let resolver = Resolver::new(config.endpoints(), config.confirmations);
         Self {
@@ -49,13 +51,19 @@ impl Follower {
             hubs,
             resolver,
             metrics,
-            shared,
+            view: watch::Sender::new(view),
+            said: HashMap::new(),
             next_generation: 1,
             unpublished: None,
             last_error: HashMap::new(),
             rejecting: HashMap::new(),
             trigger: Arc::new(Notify::new()),
         }
+    }
+
+    /// Follows the follower's view.
+    pub fn subscribe(&self) -> watch::Receiver<FollowerView> {
+        self.view.subscribe()
     }
 
     /// What the watches notify, and each hub's client for them to watch with.
@@ -103,7 +111,7 @@ impl Follower {
             self.round(&probes);
             let took = (started.elapsed().as_secs_f64() * 1e6).round() / 1e3;
             tracing::debug!(took_ms = took, "round completed");
-            self.shared.update(|s| s.last_round_ms = Some(took));
+            self.view.send_modify(|s| s.last_round_ms = Some(took));
             next = started + self.next_interval();
         }
     }
@@ -121,7 +129,7 @@ impl Follower {
 
     /// With one hub there is nothing to decide: publish it and keep retrying only if that fails.
     async fn run_single_hub(mut self, mut shutdown: watch::Receiver<bool>) {
-        if self.shared.ready() {
+        if self.view.borrow().ready() {
             return wait(&mut shutdown).await;
         }
         self.unpublished = Some(Decision {
@@ -162,7 +170,7 @@ impl Follower {
             Endpoint::parse(&previous.endpoint).ok().as_ref() == Some(&h.endpoint)
         });
         if self.config.single_hub() && previous.hub == HubId::Primary && still_configured {
-            self.shared.set_published(previous);
+            self.view.send_modify(|s| s.published = Some(previous));
             self.metrics.set_active(HubId::Primary, &[HubId::Primary]);
             return;
         }
@@ -189,7 +197,7 @@ impl Follower {
         for probe in probes {
             self.observe_probe(probe, now);
         }
-        self.shared.update(|s| {
+        self.view.send_modify(|s| {
             s.last_round_at = Some(now.to_string());
             for probe in probes {
                 if let Some(h) = self.config.hub(probe.hub) {
@@ -224,7 +232,10 @@ impl Follower {
         if let Some(decision) = step.decision {
             // A first decision that never reached the disk is still the first: the worker has
             // not started on anything, so what replaces it is not a switch to restart for.
-            let first = self.unpublished.take().filter(|_| !self.shared.ready());
+            let first = self
+                .unpublished
+                .take()
+                .filter(|_| !self.view.borrow().ready());
             self.unpublished = Some(match first {
                 Some(prev) if matches!(prev.reason, Reason::Startup | Reason::Default) => {
                     Decision {
@@ -249,8 +260,10 @@ impl Follower {
                 "a switch is pending confirmation"
             );
         }
-        self.shared.update(|s| s.pending = pending);
-        self.shared.round_completed(Instant::now());
+        self.view.send_modify(|s| {
+            s.pending = pending;
+            s.last_round = Instant::now();
+        });
     }
 
     fn observe_probe(&mut self, probe: &Probe, now: Timestamp) {
@@ -259,6 +272,12 @@ impl Follower {
             .probe_duration
             .with_label_values(&[hub])
             .observe(probe.latency.as_secs_f64());
+        let said = match &probe.verdict {
+            Verdict::Claim(c) => format!("claim({})", c.endpoint),
+            Verdict::Error(e) => format!("error({})", e.reason),
+            other => other.kind().to_string(),
+        };
+        self.said.insert(probe.hub, said);
         let previous = self.last_error.get(&probe.hub).copied();
         match &probe.verdict {
             Verdict::Error(e) => {
@@ -325,7 +344,7 @@ impl Follower {
                     verdicts = %self.verdict_summary(),
                     "published the active hub"
                 );
-                self.shared.set_published(handoff);
+                self.view.send_modify(|s| s.published = Some(handoff));
             }
             Err(e) => {
                 self.metrics.handoff_write_errors.inc();
@@ -336,21 +355,12 @@ impl Follower {
     }
 
     fn verdict_summary(&self) -> String {
-        let status = self.shared.status();
         self.config
             .hubs
             .iter()
             .map(|h| {
-                let v = status.hubs.get(&h.id);
-                let text = match v {
-                    None => "unknown".to_string(),
-                    Some(v) => match (&v.claim, v.reason) {
-                        (Some(c), _) => format!("claim({})", c.endpoint),
-                        (None, Some(r)) => format!("error({r})"),
-                        (None, None) => v.verdict.to_string(),
-                    },
-                };
-                format!("{}={}", h.id, text)
+                let said = self.said.get(&h.id).map_or("unknown", String::as_str);
+                format!("{}={said}", h.id)
             })
             .collect::<Vec<_>>()
             .join(" ")

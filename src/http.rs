@@ -3,6 +3,7 @@
 //! The server is bounded so that a misbehaving client can't starve the probes kubelet depends
 //! on: a cap on open connections, a deadline for request headers, a small header buffer.
 
+use std::collections::BTreeMap;
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -15,12 +16,15 @@ use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
+use serde::Serialize;
 use tokio::net::TcpListener;
 use tokio::sync::{watch, Semaphore};
 
+use crate::claim_watch::WatchView;
 use crate::metrics::Metrics;
-use crate::restart::SharedView;
-use crate::state::Shared;
+use crate::restart::RestartView;
+use crate::state::FollowerView;
+use crate::verdict::HubId;
 
 /// Enough for kubelet, Prometheus and a few people at once many times over; past it, new
 /// connections are closed at once instead of queueing. With the buffer cap below, this bounds
@@ -32,12 +36,23 @@ const HEADER_TIMEOUT: Duration = Duration::from_secs(5);
 const CONNECTION_LIFETIME: Duration = Duration::from_secs(30);
 const MAX_HEADER_BYTES: usize = 8 * 1024;
 
+/// What the server answers from: each task's own snapshot, read, never written.
 #[derive(Clone)]
 pub struct Handlers {
-    pub shared: Arc<Shared>,
+    pub follower: watch::Receiver<FollowerView>,
+    pub restart: watch::Receiver<RestartView>,
+    /// Empty with `--watch=false`.
+    pub watches: Vec<(HubId, watch::Receiver<WatchView>)>,
     pub metrics: Metrics,
-    pub restart: SharedView,
-    pub watches: crate::claim_watch::WatchViews,
+}
+
+/// `/status`: the three snapshots side by side.
+#[derive(Serialize)]
+struct StatusPage<'a> {
+    #[serde(flatten)]
+    follower: &'a FollowerView,
+    restart: &'a RestartView,
+    watches: BTreeMap<HubId, WatchView>,
 }
 
 impl Handlers {
@@ -48,56 +63,46 @@ impl Handlers {
                 .insert(header::ALLOW, header::HeaderValue::from_static("GET, HEAD"));
             return r;
         }
+        let now = tokio::time::Instant::now();
         match path {
-            "/healthz" if self.shared.healthy(tokio::time::Instant::now()) => {
-                text(StatusCode::OK, "ok\n")
-            }
+            "/healthz" if self.follower.borrow().healthy(now) => text(StatusCode::OK, "ok\n"),
             "/healthz" => text(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "the poll loop has not completed a round recently\n",
             ),
-            "/readyz" if self.shared.ready() => text(StatusCode::OK, "ok\n"),
+            "/readyz" if self.follower.borrow().ready() => text(StatusCode::OK, "ok\n"),
             "/readyz" => text(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "no decision published yet\n",
             ),
             "/metrics" => body("text/plain; version=0.0.4", self.metrics.render()),
             "/status" => {
-                let mut status = self.shared.status();
-                status.restart = Some(self.restart_view());
-                status.watches = Some(
-                    self.watches
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .clone(),
-                );
+                let follower = self.follower.borrow().clone();
+                let restart = self.restart.borrow().clone();
+                let page = StatusPage {
+                    follower: &follower,
+                    restart: &restart,
+                    watches: self
+                        .watches
+                        .iter()
+                        .map(|(hub, view)| (*hub, view.borrow().clone()))
+                        .collect(),
+                };
                 body(
                     "application/json",
-                    serde_json::to_vec_pretty(&status).unwrap_or_default(),
+                    serde_json::to_vec_pretty(&page).unwrap_or_default(),
                 )
             }
-            "/worker/livez" => {
-                let view = self.restart_view();
-                match view.gate(tokio::time::Instant::now()) {
-                    Some(reason) => {
-                        let mut r = body("text/plain", format!("{reason}\n").into_bytes());
-                        *r.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
-                        r
-                    }
-                    None => text(StatusCode::OK, "ok\n"),
+            "/worker/livez" => match self.restart.borrow().gate(now) {
+                Some(reason) => {
+                    let mut r = body("text/plain", format!("{reason}\n").into_bytes());
+                    *r.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
+                    r
                 }
-            }
+                None => text(StatusCode::OK, "ok\n"),
+            },
             _ => text(StatusCode::NOT_FOUND, "not found\n"),
         }
-    }
-}
-
-impl Handlers {
-    fn restart_view(&self) -> crate::restart::RestartView {
-        self.restart
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
     }
 }
 

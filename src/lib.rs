@@ -18,6 +18,8 @@ pub mod metrics;
 pub mod resolver;
 pub mod restart;
 pub mod state;
+#[cfg(test)]
+mod testing;
 pub mod verdict;
 
 use std::sync::Arc;
@@ -25,7 +27,7 @@ use std::sync::Arc;
 use tokio::sync::watch;
 
 use crate::config::Config;
-use crate::state::{Mode, Shared};
+use crate::state::{FollowerView, Mode};
 
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
@@ -38,7 +40,8 @@ pub enum RunError {
     Metrics(#[from] prometheus::Error),
 }
 
-/// Runs the sidecar until `shutdown` turns true: the poll loop and the HTTP server.
+/// Runs the sidecar until `shutdown` turns true: the poll loop, the restart side, the watches
+/// and the HTTP server. Each task publishes its own view; the server only reads them.
 pub async fn run(config: Config, shutdown: watch::Receiver<bool>) -> Result<(), RunError> {
     let config = Arc::new(config);
     let hub_ids: Vec<_> = config.hubs.iter().map(|h| h.id).collect();
@@ -49,7 +52,6 @@ pub async fn run(config: Config, shutdown: watch::Receiver<bool>) -> Result<(), 
         Mode::Follow
     };
     let stale_after = config.poll_interval * 3 + config.probe_timeout;
-    let shared = Arc::new(Shared::new(mode, config.confirmations, stale_after));
     let listener = http::bind(config.listen)
         .await
         .map_err(|source| RunError::Listen {
@@ -64,31 +66,27 @@ pub async fn run(config: Config, shutdown: watch::Receiver<bool>) -> Result<(), 
         handoff_dir = %config.handoff_dir.display(),
         "hub-follower starting"
     );
-    let restart_view = Arc::new(std::sync::Mutex::new(restart::RestartView::new(
-        config.restart.mode,
-        config.restart.liveness_fail_for,
-    )));
-    let watch_views: claim_watch::WatchViews = Default::default();
-    let handlers = http::Handlers {
-        shared: shared.clone(),
-        metrics: metrics.clone(),
-        restart: restart_view.clone(),
-        watches: watch_views.clone(),
-    };
-    let server = tokio::spawn(http::serve(listener, handlers, shutdown.clone()));
+    let view = FollowerView::new(mode, config.confirmations, stale_after);
+    let follower = follower::Follower::new(config.clone(), metrics.clone(), view);
     let restarter = restart::Restarter::new(
         config.restart.clone(),
         config.handoff_dir.clone(),
         metrics.clone(),
-        restart_view,
     );
+    let mut handlers = http::Handlers {
+        follower: follower.subscribe(),
+        restart: restarter.subscribe(),
+        watches: Vec::new(),
+        metrics: metrics.clone(),
+    };
     // Subscribed before the first publish, so the restart side sees every decision's reason.
-    let restarts = tokio::spawn(restarter.run(shared.subscribe(), shutdown.clone()));
-    let follower = follower::Follower::new(config.clone(), metrics.clone(), shared);
+    let restarts = tokio::spawn(restarter.run(follower.subscribe(), shutdown.clone()));
     let mut watches = Vec::new();
     if let (Some(timeout), false) = (config.watch_timeout, config.single_hub()) {
         let (trigger, clients) = follower.watch_inputs();
         for (hub, clients) in clients {
+            let view = watch::Sender::new(claim_watch::WatchView::new());
+            handlers.watches.push((hub, view.subscribe()));
             let w = claim_watch::HubWatch {
                 hub,
                 namespace: config.namespace.clone(),
@@ -96,11 +94,12 @@ pub async fn run(config: Config, shutdown: watch::Receiver<bool>) -> Result<(), 
                 timeout,
                 trigger: trigger.clone(),
                 metrics: metrics.clone(),
-                views: watch_views.clone(),
+                view,
             };
             watches.push(tokio::spawn(w.run(clients, shutdown.clone())));
         }
     }
+    let server = tokio::spawn(http::serve(listener, handlers, shutdown.clone()));
     follower.run(shutdown).await;
     for w in watches {
         w.abort();

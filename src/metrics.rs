@@ -8,6 +8,50 @@ use prometheus::{
 
 use crate::verdict::{ErrorReason, HubId};
 
+/// What a restart action came to: the `outcome` label of
+/// `kubeslice_worker_hub_worker_restarts_total`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    Signalled,
+    Killed,
+    Verified,
+    Unverified,
+    NotFound,
+    PermissionDenied,
+    GateFailed,
+    GateCleared,
+    Observed,
+}
+
+impl Outcome {
+    pub const ALL: [Outcome; 9] = [
+        Outcome::Signalled,
+        Outcome::Killed,
+        Outcome::Verified,
+        Outcome::Unverified,
+        Outcome::NotFound,
+        Outcome::PermissionDenied,
+        Outcome::GateFailed,
+        Outcome::GateCleared,
+        Outcome::Observed,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Signalled => "signalled",
+            Outcome::Killed => "killed",
+            Outcome::Verified => "verified",
+            Outcome::Unverified => "unverified",
+            Outcome::NotFound => "not_found",
+            Outcome::PermissionDenied => "permission_denied",
+            Outcome::GateFailed => "gate_failed",
+            Outcome::GateCleared => "gate_cleared",
+            Outcome::Observed => "observed",
+        }
+    }
+}
+
 #[derive(Clone)]
 pub struct Metrics {
     registry: Registry,
@@ -134,7 +178,7 @@ impl Metrics {
         registry.register(Box::new(watch_restarts.clone()))?;
         registry.register(Box::new(watch_up.clone()))?;
         registry.register(Box::new(build_info))?;
-        for outcome in crate::restart::Outcome::ALL {
+        for outcome in Outcome::ALL {
             worker_restarts.with_label_values(&[restart_mode, outcome.as_str()]);
         }
 
@@ -167,10 +211,6 @@ impl Metrics {
             watch_restarts,
             watch_up,
         })
-    }
-
-    pub fn registry(&self) -> &Registry {
-        &self.registry
     }
 
     pub fn set_active(&self, hub: HubId, hubs: &[HubId]) {

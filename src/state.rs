@@ -1,12 +1,10 @@
-//! What the poll loop knows, shared with the HTTP server. Written by the loop, read by handlers;
-//! locks are held for a copy, never across an await.
+//! What the poll loop knows, as the snapshot it publishes for `/status`, `/healthz` and
+//! `/readyz`, and for the restart side.
 
 use std::collections::BTreeMap;
-use std::sync::Mutex;
 use std::time::Duration;
 
 use serde::Serialize;
-use tokio::sync::watch;
 use tokio::time::Instant;
 
 use crate::handoff::Handoff;
@@ -74,9 +72,11 @@ impl HubView {
     }
 }
 
+/// The follower's view: what it last decided and read. The follower is its only writer; the
+/// HTTP server and the restart side read it from a `watch` channel.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Status {
+pub struct FollowerView {
     pub mode: Mode,
     pub published: Option<Handoff>,
     pub hubs: BTreeMap<HubId, HubView>,
@@ -85,81 +85,38 @@ pub struct Status {
     pub last_round_at: Option<String>,
     /// How long the last round took, probes included: at most the probe timeout plus a little.
     pub last_round_ms: Option<f64>,
-    /// Filled in by the `/status` handler.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub restart: Option<crate::restart::RestartView>,
-    /// Filled in by the `/status` handler; empty with `--watch=false`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub watches: Option<BTreeMap<HubId, crate::claim_watch::WatchView>>,
-}
-
-pub struct Shared {
-    status: Mutex<Status>,
     /// The end of the last round; startup counts as one, so a first round gets the same grace.
-    last_round: Mutex<Instant>,
-    published: watch::Sender<Option<Handoff>>,
+    #[serde(skip)]
+    pub last_round: Instant,
     /// A loop that has not completed a round for this long is reported unhealthy.
-    stale_after: Duration,
+    #[serde(skip)]
+    pub stale_after: Duration,
 }
 
-impl Shared {
+impl FollowerView {
     pub fn new(mode: Mode, confirmations: u32, stale_after: Duration) -> Self {
         Self {
-            status: Mutex::new(Status {
-                mode,
-                published: None,
-                hubs: BTreeMap::new(),
-                pending: None,
-                confirmations_required: confirmations,
-                last_round_at: None,
-                last_round_ms: None,
-                restart: None,
-                watches: None,
-            }),
-            last_round: Mutex::new(Instant::now()),
-            published: watch::channel(None).0,
+            mode,
+            published: None,
+            hubs: BTreeMap::new(),
+            pending: None,
+            confirmations_required: confirmations,
+            last_round_at: None,
+            last_round_ms: None,
+            last_round: Instant::now(),
             stale_after,
         }
     }
 
-    pub fn status(&self) -> Status {
-        lock(&self.status).clone()
-    }
-
-    pub fn update(&self, f: impl FnOnce(&mut Status)) {
-        f(&mut lock(&self.status));
-    }
-
-    pub fn round_completed(&self, now: Instant) {
-        *lock(&self.last_round) = now;
-    }
-
-    pub fn set_published(&self, handoff: Handoff) {
-        self.update(|s| s.published = Some(handoff.clone()));
-        self.published.send_replace(Some(handoff));
-    }
-
-    /// Follows every published decision (the restart side listens here).
-    pub fn subscribe(&self) -> watch::Receiver<Option<Handoff>> {
-        self.published.subscribe()
-    }
-
+    /// A decision is on disk.
     pub fn ready(&self) -> bool {
-        self.published.borrow().is_some()
+        self.published.is_some()
     }
 
     /// The poll loop is alive: it completed a round recently. A single-hub sidecar has no loop
     /// and is alive while it serves.
     pub fn healthy(&self, now: Instant) -> bool {
-        if lock(&self.status).mode == Mode::SingleHub {
-            return true;
-        }
-        now.saturating_duration_since(*lock(&self.last_round)) <= self.stale_after
+        self.mode == Mode::SingleHub
+            || now.saturating_duration_since(self.last_round) <= self.stale_after
     }
-}
-
-/// A poisoned lock only means a panic elsewhere while holding it; the data is still the best we
-/// have, so keep serving it.
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }

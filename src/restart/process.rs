@@ -115,21 +115,6 @@ fn parse_stat(stat: &str) -> Option<Stat> {
     Some(Stat { state, start_ticks })
 }
 
-pub fn parse_signal(raw: &str) -> Option<Signal> {
-    let name = raw.trim().to_ascii_uppercase();
-    let name = name.strip_prefix("SIG").unwrap_or(&name);
-    Some(match name {
-        "TERM" | "15" => Signal::TERM,
-        "INT" | "2" => Signal::INT,
-        "QUIT" | "3" => Signal::QUIT,
-        "HUP" | "1" => Signal::HUP,
-        "USR1" | "10" => Signal::USR1,
-        "USR2" | "12" => Signal::USR2,
-        "KILL" | "9" => Signal::KILL,
-        _ => return None,
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -153,14 +138,6 @@ mod tests {
         assert!(find(name)
             .iter()
             .all(|p| p.pid != std::process::id() as i32));
-    }
-
-    #[test]
-    fn signals_parse_by_name_with_or_without_sig() {
-        assert_eq!(parse_signal("SIGTERM"), Some(Signal::TERM));
-        assert_eq!(parse_signal("term"), Some(Signal::TERM));
-        assert_eq!(parse_signal("9"), Some(Signal::KILL));
-        assert_eq!(parse_signal("SIGSEGV"), None);
     }
 
     #[test]

@@ -1,0 +1,399 @@
+//! Flags and env vars → a validated `Config`. Validation is pure; the one check that needs the
+//! file system (the handoff directory) lives in `handoff::ensure_writable`.
+//!
+//! `cli` declares the settings for clap; `values` holds the types they parse into, each with
+//! its `FromStr`; `restart` the restart side's. A problem names the flag and env var from clap's
+//! own metadata, so the two can't drift apart.
+
+mod cli;
+mod restart;
+mod values;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+pub use cli::{Cli, Command, OutputFormat, Settings};
+pub use restart::{RestartConfig, RestartMode, RestartSignal};
+pub use values::{ConfigError, LogFormat};
+
+use crate::claim::Endpoint;
+use crate::verdict::HubId;
+use values::{parse, Count, Interval, Listen, NamespaceName, ObjectName, ServerName, Toggle};
+
+/// One configured hub.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HubConfig {
+    pub id: HubId,
+    pub endpoint: Endpoint,
+    /// The endpoint as the operator wrote it; this is what the worker is handed.
+    pub raw_endpoint: String,
+    pub token_file: PathBuf,
+    pub ca_file: PathBuf,
+    pub tls_server_name: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// Primary first: configuration order breaks ties.
+    pub hubs: Vec<HubConfig>,
+    pub cluster_name: String,
+    pub namespace: String,
+    pub poll_interval: Duration,
+    pub confirm_interval: Duration,
+    pub probe_timeout: Duration,
+    /// None: no watch (polling only).
+    pub watch_timeout: Option<Duration>,
+    pub confirmations: u32,
+    pub handoff_dir: PathBuf,
+    pub listen: SocketAddr,
+    pub log_format: LogFormat,
+    pub restart: RestartConfig,
+}
+
+/// The deadline of a read when `--probe-timeout` is not set, or half the poll interval when
+/// that is shorter.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// The confirming reads' interval when `--confirm-interval` is not set, or the poll interval
+/// when that is shorter.
+const CONFIRM_INTERVAL: Duration = Duration::from_secs(1);
+
+impl Config {
+    pub fn from_settings(s: &Settings) -> Result<Self, ConfigError> {
+        let primary = hub(
+            HubId::Primary,
+            required("hub_endpoint", &s.hub_endpoint)?,
+            &s.hub_token_file,
+            &s.hub_ca_file,
+            ("hub_tls_server_name", &s.hub_tls_server_name),
+        )?;
+        let mut hubs = vec![primary];
+        if let Some(raw) = s.secondary_endpoint.as_deref().map(str::trim) {
+            if !raw.is_empty() {
+                let secondary = hub(
+                    HubId::Secondary,
+                    raw,
+                    &s.secondary_token_file,
+                    &s.secondary_ca_file,
+                    ("secondary_tls_server_name", &s.secondary_tls_server_name),
+                )?;
+                if secondary.endpoint == hubs[0].endpoint {
+                    return Err(ConfigError::new(
+                        "secondary_endpoint",
+                        format!(
+                            "names the same hub as --hub-endpoint ({}); the two hubs must differ",
+                            secondary.endpoint
+                        ),
+                    ));
+                }
+                hubs.push(secondary);
+            }
+        }
+
+        let cluster_name: ObjectName =
+            parse("cluster_name", required("cluster_name", &s.cluster_name)?)?;
+        let namespace: NamespaceName = parse("namespace", required("namespace", &s.namespace)?)?;
+
+        let poll_interval = parse::<Interval>("poll_interval", &s.poll_interval)?;
+        let probe_timeout = match &s.probe_timeout {
+            None => PROBE_TIMEOUT.min(poll_interval.0 / 2),
+            Some(raw) => {
+                let timeout = parse::<Interval>("probe_timeout", raw)?;
+                if timeout.0 >= poll_interval.0 {
+                    return Err(ConfigError::new(
+                        "probe_timeout",
+                        format!("{timeout} must be shorter than --poll-interval ({poll_interval})"),
+                    ));
+                }
+                timeout.0
+            }
+        };
+        let confirm_interval = match &s.confirm_interval {
+            None => CONFIRM_INTERVAL.min(poll_interval.0),
+            Some(raw) => {
+                let confirm = parse::<Interval>("confirm_interval", raw)?;
+                if confirm.0 > poll_interval.0 {
+                    return Err(ConfigError::new(
+                        "confirm_interval",
+                        format!(
+                            "{confirm} must not be longer than --poll-interval ({poll_interval})"
+                        ),
+                    ));
+                }
+                confirm.0
+            }
+        };
+        let watch_timeout = parse::<Interval>("watch_timeout", &s.watch_timeout)?.0;
+        if watch_timeout < Duration::from_secs(1) || watch_timeout > Duration::from_secs(295) {
+            return Err(ConfigError::new(
+                "watch_timeout",
+                format!(
+                    "expected between 1s and 295s (the API server's limit), got {:?}",
+                    s.watch_timeout
+                ),
+            ));
+        }
+        if s.handoff_dir.as_os_str().is_empty() {
+            return Err(ConfigError::new("handoff_dir", "must not be empty"));
+        }
+
+        Ok(Config {
+            hubs,
+            cluster_name: cluster_name.0,
+            namespace: namespace.0,
+            poll_interval: poll_interval.0,
+            confirm_interval,
+            probe_timeout,
+            watch_timeout: parse::<Toggle>("watch", &s.watch)?
+                .0
+                .then_some(watch_timeout),
+            confirmations: parse::<Count>("confirmations", &s.confirmations)?.0,
+            handoff_dir: s.handoff_dir.clone(),
+            listen: parse::<Listen>("listen", &s.listen)?.0,
+            log_format: parse("log_format", &s.log_format)?,
+            restart: RestartConfig::from_settings(s)?,
+        })
+    }
+
+    pub fn hub(&self, id: HubId) -> Option<&HubConfig> {
+        self.hubs.iter().find(|h| h.id == id)
+    }
+
+    /// The hubs as the resolver knows them: id and canonical endpoint, in configuration order.
+    pub fn endpoints(&self) -> Vec<(HubId, Endpoint)> {
+        self.hubs
+            .iter()
+            .map(|h| (h.id, h.endpoint.clone()))
+            .collect()
+    }
+
+    pub fn single_hub(&self) -> bool {
+        self.hubs.len() == 1
+    }
+}
+
+fn hub(
+    id: HubId,
+    raw: &str,
+    token_file: &std::path::Path,
+    ca_file: &std::path::Path,
+    (name_id, server_name): (&str, &Option<String>),
+) -> Result<HubConfig, ConfigError> {
+    let endpoint_id = match id {
+        HubId::Primary => "hub_endpoint",
+        HubId::Secondary => "secondary_endpoint",
+    };
+    let endpoint = Endpoint::parse(raw).map_err(|e| {
+        ConfigError::new(
+            endpoint_id,
+            format!(
+                "expected an absolute https:// URL such as https://10.1.80.11:6443; {raw:?} {e}"
+            ),
+        )
+    })?;
+    let tls_server_name = match server_name.as_deref().map(str::trim) {
+        None | Some("") => None,
+        Some(name) => Some(parse::<ServerName>(name_id, name)?.0),
+    };
+    Ok(HubConfig {
+        id,
+        endpoint,
+        raw_endpoint: raw.trim().to_string(),
+        token_file: token_file.to_path_buf(),
+        ca_file: ca_file.to_path_buf(),
+        tls_server_name,
+    })
+}
+
+fn required<'a>(id: &str, value: &'a Option<String>) -> Result<&'a str, ConfigError> {
+    value
+        .as_deref()
+        .map(str::trim)
+        .filter(|v| !v.is_empty())
+        .ok_or_else(|| ConfigError::new(id, "is required"))
+}
+
+/// `--wait` of `exec`.
+pub fn exec_wait(raw: &str) -> Result<Duration, ConfigError> {
+    parse::<Interval>("wait", raw).map(|i| i.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::settings;
+
+    fn base() -> Vec<&'static str> {
+        vec![
+            "--hub-endpoint=https://10.1.80.11:6443",
+            "--secondary-endpoint=https://10.1.80.12:6443",
+            "--cluster-name=worker-1",
+            "--namespace=kubeslice-acme",
+        ]
+    }
+
+    fn error_for(extra: &[&str]) -> ConfigError {
+        let mut args = base();
+        args.extend_from_slice(extra);
+        Config::from_settings(&settings(&args)).unwrap_err()
+    }
+
+    #[test]
+    fn defaults_fill_in_everything_else() {
+        let c = Config::from_settings(&settings(&base())).unwrap();
+        assert_eq!(c.hubs.len(), 2);
+        assert_eq!(
+            c.hubs[0].token_file,
+            PathBuf::from("/var/run/secrets/kubernetes.io/hub-serviceaccount/token")
+        );
+        assert_eq!(
+            c.hubs[1].ca_file,
+            PathBuf::from("/var/run/secrets/kubernetes.io/hub-secondary-serviceaccount/ca.crt")
+        );
+        assert_eq!(c.poll_interval, Duration::from_secs(10));
+        assert_eq!(c.confirm_interval, Duration::from_secs(1));
+        assert_eq!(c.watch_timeout, Some(Duration::from_secs(290)));
+        assert_eq!(c.probe_timeout, Duration::from_secs(3));
+        assert_eq!(c.confirmations, 3);
+        assert_eq!(c.listen, "0.0.0.0:8095".parse().unwrap());
+        assert_eq!(c.handoff_dir, PathBuf::from("/var/run/hub-follower"));
+        assert_eq!(c.log_format, LogFormat::Json);
+        assert_eq!(c.restart.mode, RestartMode::Signal);
+        assert_eq!(c.restart.worker_process, "manager");
+        assert_eq!(c.restart.signal.signal, rustix::process::Signal::TERM);
+        assert_eq!(c.restart.kill_after, Duration::from_secs(30));
+        assert_eq!(c.restart.verify_timeout, Duration::from_secs(300));
+        assert_eq!(c.restart.liveness_fail_for, Duration::from_secs(90));
+        assert_eq!(c.restart.jitter, Duration::from_secs(5));
+        assert_eq!(c.restart.cooldown, Duration::from_secs(60));
+        assert!(!c.single_hub());
+    }
+
+    #[test]
+    fn without_a_secondary_it_is_single_hub_mode() {
+        let s = settings(
+            &base()[..1]
+                .iter()
+                .chain(&base()[2..])
+                .copied()
+                .collect::<Vec<_>>(),
+        );
+        assert!(Config::from_settings(&s).unwrap().single_hub());
+    }
+
+    #[test]
+    fn each_bad_setting_is_named_with_its_env_var() {
+        let cases: &[(&[&str], &str, &str)] = &[
+            (
+                &["--hub-endpoint=http://10.1.80.11:6443"],
+                "--hub-endpoint",
+                "https://",
+            ),
+            (
+                &["--secondary-endpoint=https://10.1.80.11:6443/"],
+                "--secondary-endpoint",
+                "same hub",
+            ),
+            (
+                &["--secondary-endpoint=10.1.80.12"],
+                "--secondary-endpoint",
+                "absolute",
+            ),
+            (&["--confirmations=0"], "--confirmations", "at least 1"),
+            (
+                &["--confirmations=three"],
+                "--confirmations",
+                "whole number",
+            ),
+            (&["--poll-interval=soon"], "--poll-interval", "duration"),
+            (
+                &["--probe-timeout=10s"],
+                "--probe-timeout",
+                "shorter than --poll-interval",
+            ),
+            (
+                &["--probe-timeout=0s"],
+                "--probe-timeout",
+                "longer than zero",
+            ),
+            (&["--cluster-name=Worker_1"], "--cluster-name", "DNS-1123"),
+            (&["--namespace=a.b"], "--namespace", "DNS-1123 label"),
+            (&["--listen=8095"], "--listen", "ADDRESS:PORT"),
+            (
+                &["--hub-tls-server-name=https://x"],
+                "--hub-tls-server-name",
+                "DNS name",
+            ),
+            (
+                &["--confirm-interval=11s"],
+                "--confirm-interval",
+                "not be longer than --poll-interval",
+            ),
+            (&["--watch-timeout=10m"], "--watch-timeout", "295s"),
+            (&["--watch=yes"], "--watch", "true or false"),
+            (
+                &["--worker-process=/manager"],
+                "--worker-process",
+                "base name",
+            ),
+            (&["--restart-signal=SIGSEGV"], "--restart-signal", "SIGTERM"),
+            (
+                &["--restart-mode=kill"],
+                "--restart-mode",
+                "signal, liveness or none",
+            ),
+            (&["--log-format=yaml"], "--log-format", "json or text"),
+            (&["--kill-after=0s"], "--kill-after", "longer than zero"),
+            (&["--restart-jitter=lots"], "--restart-jitter", "duration"),
+            (
+                &["--restart-cooldown=400000000000y"],
+                "--restart-cooldown",
+                "longer than a year",
+            ),
+            (&["--kill-after=2y"], "--kill-after", "longer than a year"),
+        ];
+        for (extra, flag, fragment) in cases {
+            let e = error_for(extra);
+            assert_eq!(e.flag, *flag, "{extra:?}");
+            let msg = e.to_string();
+            assert!(msg.contains(fragment), "{msg}");
+            assert!(msg.contains(&e.env), "{msg}");
+        }
+    }
+
+    #[test]
+    fn missing_required_settings_are_named() {
+        let s = settings(&[]);
+        let e = Config::from_settings(&s).unwrap_err();
+        assert_eq!(
+            (e.flag.as_str(), e.env.as_str()),
+            ("--hub-endpoint", "HUB_HOST_ENDPOINT")
+        );
+        let s = settings(&["--hub-endpoint=https://h:6443", "--namespace=ns"]);
+        assert_eq!(Config::from_settings(&s).unwrap_err().env, "CLUSTER_NAME");
+    }
+
+    #[test]
+    fn a_short_poll_interval_alone_shortens_the_confirm_interval() {
+        let mut args = base();
+        args.push("--poll-interval=500ms");
+        let c = Config::from_settings(&settings(&args)).unwrap();
+        assert_eq!(c.confirm_interval, Duration::from_millis(500));
+        assert_eq!(c.probe_timeout, Duration::from_millis(250));
+        args.push("--probe-timeout=200ms");
+        args.push("--confirm-interval=300ms");
+        let c = Config::from_settings(&settings(&args)).unwrap();
+        assert_eq!(c.confirm_interval, Duration::from_millis(300));
+        args.push("--confirm-interval=2s");
+        let e = Config::from_settings(&settings(&args)).unwrap_err();
+        assert_eq!(e.flag, "--confirm-interval");
+    }
+
+    #[test]
+    fn every_error_names_a_real_flag_and_its_env_var() {
+        // exec's --wait lives on a subcommand; it is found there too.
+        let e = exec_wait("0s").unwrap_err();
+        assert_eq!((e.flag.as_str(), e.env.as_str()), ("--wait", "HUB_WAIT"));
+    }
+}

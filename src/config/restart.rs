@@ -1,0 +1,142 @@
+//! The restart side's settings: the mode, the signal, and the times that pace an action.
+
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+use rustix::process::Signal;
+
+use super::cli::Settings;
+use super::values::{parse, ConfigError, Delay, Interval};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RestartMode {
+    /// Signal the worker's processes through a shared PID namespace.
+    Signal,
+    /// Fail /worker/livez so that kubelet restarts the worker.
+    Liveness,
+    /// Observe only: log and count what would be done.
+    None,
+}
+
+impl RestartMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RestartMode::Signal => "signal",
+            RestartMode::Liveness => "liveness",
+            RestartMode::None => "none",
+        }
+    }
+}
+
+impl FromStr for RestartMode {
+    type Err = String;
+    fn from_str(raw: &str) -> Result<Self, String> {
+        match raw {
+            "signal" => Ok(Self::Signal),
+            "liveness" => Ok(Self::Liveness),
+            "none" => Ok(Self::None),
+            other => Err(format!("expected signal, liveness or none, got {other:?}")),
+        }
+    }
+}
+
+/// The signal that asks the worker to exit, and its name as logs print it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RestartSignal {
+    pub signal: Signal,
+    pub name: &'static str,
+}
+
+const SIGNALS: [(&str, i32, Signal); 7] = [
+    ("SIGTERM", 15, Signal::TERM),
+    ("SIGINT", 2, Signal::INT),
+    ("SIGQUIT", 3, Signal::QUIT),
+    ("SIGHUP", 1, Signal::HUP),
+    ("SIGUSR1", 10, Signal::USR1),
+    ("SIGUSR2", 12, Signal::USR2),
+    ("SIGKILL", 9, Signal::KILL),
+];
+
+impl FromStr for RestartSignal {
+    type Err = String;
+    /// `SIGTERM`, `TERM`, `term` or `15`.
+    fn from_str(raw: &str) -> Result<Self, String> {
+        let upper = raw.to_ascii_uppercase();
+        let bare = upper.strip_prefix("SIG").unwrap_or(&upper);
+        SIGNALS
+            .iter()
+            .find(|(name, number, _)| name[3..] == *bare || number.to_string() == bare)
+            .map(|&(name, _, signal)| Self { signal, name })
+            .ok_or_else(|| {
+                format!("expected one of SIGTERM, SIGINT, SIGQUIT, SIGHUP, SIGUSR1, SIGUSR2, SIGKILL; got {raw:?}")
+            })
+    }
+}
+
+impl fmt::Display for RestartSignal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name)
+    }
+}
+
+/// The base name of the worker's executable.
+struct ProcessName(String);
+
+impl FromStr for ProcessName {
+    type Err = String;
+    fn from_str(raw: &str) -> Result<Self, String> {
+        if raw.is_empty() || raw.contains('/') {
+            return Err(format!(
+                "expected the base name of the worker's executable such as manager, got {raw:?}"
+            ));
+        }
+        Ok(Self(raw.to_string()))
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct RestartConfig {
+    pub mode: RestartMode,
+    pub worker_process: String,
+    pub signal: RestartSignal,
+    pub kill_after: Duration,
+    pub verify_timeout: Duration,
+    pub liveness_fail_for: Duration,
+    pub jitter: Duration,
+    pub cooldown: Duration,
+}
+
+impl RestartConfig {
+    pub fn from_settings(s: &Settings) -> Result<Self, ConfigError> {
+        let interval = |id, raw: &str| parse::<Interval>(id, raw).map(|i| i.0);
+        let delay = |id, raw: &str| parse::<Delay>(id, raw).map(|d| d.0);
+        Ok(Self {
+            worker_process: parse::<ProcessName>("worker_process", &s.worker_process)?.0,
+            signal: parse("restart_signal", &s.restart_signal)?,
+            mode: parse("restart_mode", &s.restart_mode)?,
+            kill_after: interval("kill_after", &s.kill_after)?,
+            verify_timeout: interval("restart_verify_timeout", &s.restart_verify_timeout)?,
+            liveness_fail_for: interval("liveness_fail_for", &s.liveness_fail_for)?,
+            jitter: delay("restart_jitter", &s.restart_jitter)?,
+            cooldown: delay("restart_cooldown", &s.restart_cooldown)?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn signals_parse_by_name_short_name_or_number() {
+        for raw in ["SIGTERM", "term", "15", "Sigterm"] {
+            let s: RestartSignal = raw.parse().unwrap();
+            assert_eq!((s.signal, s.name), (Signal::TERM, "SIGTERM"), "{raw}");
+        }
+        assert_eq!("9".parse::<RestartSignal>().unwrap().signal, Signal::KILL);
+        assert!("SIGSEGV".parse::<RestartSignal>().is_err());
+        assert!("".parse::<RestartSignal>().is_err());
+    }
+}

@@ -1,0 +1,525 @@
+//! The restart machine: what to do about a published decision, as a pure state machine in the
+//! sans-IO style. Events go in with the time they happen at; actions come out. It reads no
+//! clock, no file and no `/proc`, and sends no signal: the driver in `restart::run` does all of
+//! that and feeds back what it saw. So every rule here is tested, and simulated over thousands
+//! of seeds, without a process or a sleep.
+//!
+//! The rules:
+//! 1. A startup, default, resumed or single-hub decision never acts: the worker starts on it, or
+//!    already runs on it. The one exception is a sidecar that restarted between publishing a
+//!    switch and moving the worker: the worker's acknowledgement names the hub it really runs on.
+//! 2. A switch is acted on after the jitter, at most once per cooldown window; switches inside
+//!    the window are coalesced, and nothing happens if the decision went back to the worker's
+//!    hub meanwhile.
+//! 3. An action is verified by a new worker process (signal mode) or by the worker's
+//!    acknowledgement of the decision (any mode). A switch published while an action is under
+//!    way is acted on once that action is over, unless the worker acknowledged starting on it.
+//! 4. The gate (`/worker/livez`) fails from the action for at most `--liveness-fail-for`.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::pacing::{Pacer, Wait};
+use super::process::ProcessId;
+use super::{Outcome, Phase};
+use crate::config::{RestartConfig, RestartMode};
+use crate::resolver::Reason;
+use crate::verdict::HubId;
+
+/// A published decision, as far as restarts are concerned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decision {
+    pub hub: HubId,
+    pub endpoint: String,
+    pub generation: u64,
+    pub reason: Reason,
+}
+
+/// The worker's acknowledgement: the decision it started on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ack {
+    pub generation: u64,
+    pub hub: Option<HubId>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Event {
+    Published(Decision),
+    /// What the acknowledgement file says now.
+    Ack(Ack),
+    /// The worker processes that exist now (signal mode).
+    Processes(Vec<ProcessId>),
+    /// The result of an [`Action::Signal`]: the processes it reached, and whether one refused.
+    Signalled {
+        delivered: Vec<ProcessId>,
+        denied: bool,
+    },
+    /// Time passed.
+    Tick,
+}
+
+/// `/worker/livez` fails until `until`, saying `reason`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Gate {
+    pub until: Instant,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// Send the restart signal to these processes; answer with [`Event::Signalled`].
+    Signal(Vec<ProcessId>),
+    /// Send SIGKILL to these processes.
+    Kill(Vec<ProcessId>),
+    /// Fail the gate (`Some`) or let it pass (`None`).
+    Gate(Option<Gate>),
+    Record(Outcome),
+}
+
+/// What `/status` shows of the machine; the driver adds the wall-clock times.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct View {
+    pub phase: Phase,
+    pub waiting_for: Option<Wait>,
+    pub since: Option<Instant>,
+    pub target_generation: Option<u64>,
+    pub last_outcome: Option<Outcome>,
+    pub worker_on_current_decision: bool,
+}
+
+/// What is under way after an action.
+#[derive(Debug, Clone)]
+enum Underway {
+    None,
+    /// The signal was asked for; waiting for its result.
+    Signalling {
+        before: HashSet<ProcessId>,
+    },
+    /// Waiting for the signalled processes to exit; SIGKILL at `kill_at`.
+    Exiting {
+        procs: Vec<ProcessId>,
+        kill_at: Instant,
+        before: HashSet<ProcessId>,
+    },
+    /// Waiting for a new worker process (signal mode) or the acknowledgement (any mode).
+    Verifying {
+        before: HashSet<ProcessId>,
+        until: Instant,
+    },
+}
+
+#[derive(Debug, Clone)]
+pub struct Machine {
+    config: RestartConfig,
+    pacer: Pacer,
+    rng: fastrand::Rng,
+    /// The hub and generation the worker is known or presumed to run on.
+    worker: Option<(HubId, u64)>,
+    /// False after an action that could not be verified, until the worker acknowledges.
+    confirmed: bool,
+    /// The latest switch not yet acted on.
+    target: Option<Decision>,
+    /// The switch the action under way is for.
+    acting: Option<Decision>,
+    act_at: Option<Instant>,
+    underway: Underway,
+    /// The worker processes seen last.
+    seen: Vec<ProcessId>,
+    last_ack: Option<Ack>,
+    gate_until: Option<Instant>,
+    permission_reported: bool,
+    view: View,
+    out: Vec<Action>,
+}
+
+impl Machine {
+    /// `seed` picks the jitter; the driver seeds it at random, tests with a fixed value.
+    pub fn new(config: RestartConfig, seed: u64) -> Self {
+        Self {
+            pacer: Pacer::new(config.jitter, config.cooldown),
+            config,
+            rng: fastrand::Rng::with_seed(seed),
+            worker: None,
+            confirmed: true,
+            target: None,
+            acting: None,
+            act_at: None,
+            underway: Underway::None,
+            seen: Vec::new(),
+            last_ack: None,
+            gate_until: None,
+            permission_reported: false,
+            view: View {
+                phase: Phase::Idle,
+                waiting_for: None,
+                since: None,
+                target_generation: None,
+                last_outcome: None,
+                worker_on_current_decision: true,
+            },
+            out: Vec::new(),
+        }
+    }
+
+    pub fn view(&self) -> &View {
+        &self.view
+    }
+
+    pub fn handle(&mut self, now: Instant, event: Event) -> Vec<Action> {
+        match event {
+            Event::Published(d) => self.on_published(now, d),
+            Event::Ack(ack) => self.on_ack(now, ack),
+            Event::Processes(procs) => self.seen = procs,
+            Event::Signalled { delivered, denied } => self.on_signalled(now, delivered, denied),
+            Event::Tick => self.on_tick(now),
+        }
+        std::mem::take(&mut self.out)
+    }
+
+    /// When the machine next needs a [`Event::Tick`]; `None`: only when something is published.
+    pub fn next_wake(&self, now: Instant) -> Option<Instant> {
+        let poll = match self.underway {
+            Underway::Exiting { .. } | Underway::Signalling { .. } => {
+                Some(now + Duration::from_millis(100))
+            }
+            Underway::Verifying { .. } => Some(now + Duration::from_millis(250)),
+            // Something is owed to the worker: look for its acknowledgement now and then.
+            Underway::None if self.owes() => Some(now + Duration::from_secs(1)),
+            Underway::None => None,
+        };
+        [self.act_at, poll, self.gate_until]
+            .into_iter()
+            .flatten()
+            .min()
+    }
+
+    /// Whether the driver should read the acknowledgement before the next tick.
+    pub fn wants_ack(&self) -> bool {
+        self.owes()
+    }
+
+    /// Whether the driver should look for worker processes before the next tick.
+    pub fn wants_processes(&self, now: Instant) -> bool {
+        self.config.mode == RestartMode::Signal
+            && (self.act_at.is_some_and(|at| at <= now)
+                || match &self.underway {
+                    Underway::Exiting { .. } => true,
+                    Underway::Verifying { before, .. } => !before.is_empty(),
+                    _ => false,
+                })
+    }
+
+    fn owes(&self) -> bool {
+        self.target.is_some() || self.acting.is_some() || !self.confirmed
+    }
+
+    fn on_published(&mut self, now: Instant, d: Decision) {
+        if d.reason != Reason::Switch {
+            // The worker starts on (or, after a sidecar restart, already runs on) this decision.
+            if self.worker.is_none() {
+                let ack_hub = self.last_ack.and_then(|a| a.hub);
+                match ack_hub {
+                    Some(hub) if d.reason == Reason::Resumed && hub != d.hub => {
+                        // The sidecar restarted between publishing a switch and moving the worker.
+                        tracing::info!(worker_hub = %hub, decision = %d.hub, "the worker still runs on the hub before the last switch; moving it");
+                        self.worker = Some((hub, 0));
+                        self.view.target_generation = Some(d.generation);
+                        self.target = Some(d);
+                        self.schedule(now);
+                        self.refresh();
+                    }
+                    _ => self.worker = Some((d.hub, d.generation)),
+                }
+            }
+            return;
+        }
+        self.view.target_generation = Some(d.generation);
+        self.target = Some(d);
+        if self.act_at.is_none() && self.acting.is_none() {
+            self.schedule(now);
+        }
+        self.refresh();
+    }
+
+    fn schedule(&mut self, now: Instant) {
+        let (at, why) = self.pacer.schedule(now, self.rng.f64());
+        self.act_at = Some(at);
+        tracing::info!(
+            mode = self.config.mode.as_str(),
+            waiting = %humantime::format_duration(Duration::from_millis((at - now).as_millis() as u64)),
+            because = ?why,
+            "a switch was published; the worker will be moved onto it"
+        );
+        self.enter(now, Phase::Waiting);
+        self.view.waiting_for = Some(why);
+    }
+
+    fn on_tick(&mut self, now: Instant) {
+        if self.gate_until.is_some_and(|until| until <= now) {
+            self.close_gate();
+        }
+        if self.act_at.is_some_and(|at| at <= now) {
+            self.act_at = None;
+            self.act(now);
+            return;
+        }
+        match std::mem::replace(&mut self.underway, Underway::None) {
+            Underway::Exiting {
+                procs,
+                kill_at,
+                before,
+            } => self.watch_exit(procs, kill_at, before, now),
+            Underway::Verifying { before, until } => self.verify(before, until, now),
+            other => self.underway = other,
+        }
+    }
+
+    fn act(&mut self, now: Instant) {
+        let Some(target) = self.target.take() else {
+            return;
+        };
+        if self.worker.is_some_and(|(hub, _)| hub == target.hub) {
+            tracing::info!(hub = %target.hub, "the decision went back to the worker's hub before the restart; nothing to do");
+            self.worker = Some((target.hub, target.generation));
+            self.enter(now, Phase::Idle);
+            self.refresh();
+            return;
+        }
+        self.pacer.acted(now);
+        let fail_until = now + self.config.liveness_fail_for;
+        // Observe-only touches nothing, the gate included.
+        if self.config.mode != RestartMode::None {
+            let reason = format!(
+                "hub switched to {} ({}) at generation {}; the worker has not restarted onto it yet",
+                target.hub, target.endpoint, target.generation
+            );
+            self.gate_until = Some(fail_until);
+            self.out.push(Action::Gate(Some(Gate {
+                until: fail_until,
+                reason,
+            })));
+        }
+        self.enter(now, Phase::Verifying);
+        let verifying = Underway::Verifying {
+            before: HashSet::new(),
+            until: fail_until,
+        };
+        match self.config.mode {
+            RestartMode::None => {
+                tracing::info!(hub = %target.hub, generation = target.generation, "would restart the worker (restart mode none: observing only)");
+                self.record(Outcome::Observed);
+                self.underway = verifying;
+            }
+            RestartMode::Liveness => {
+                tracing::info!(hub = %target.hub, generation = target.generation, "failing /worker/livez so that kubelet restarts the worker");
+                self.record(Outcome::GateFailed);
+                self.underway = verifying;
+            }
+            RestartMode::Signal if self.seen.is_empty() => {
+                tracing::warn!(process = %self.config.worker_process, "no worker process found to signal; check that the pod has shareProcessNamespace and that --worker-process names the worker's executable. /worker/livez fails as a safety net");
+                self.record(Outcome::NotFound);
+                self.underway = verifying;
+            }
+            RestartMode::Signal => {
+                self.out.push(Action::Signal(self.seen.clone()));
+                self.underway = Underway::Signalling {
+                    before: self.seen.iter().copied().collect(),
+                };
+            }
+        }
+        self.acting = Some(target);
+    }
+
+    fn on_signalled(&mut self, now: Instant, delivered: Vec<ProcessId>, denied: bool) {
+        let Underway::Signalling { before } = std::mem::replace(&mut self.underway, Underway::None)
+        else {
+            return;
+        };
+        if denied {
+            if !self.permission_reported {
+                tracing::error!(process = %self.config.worker_process, "cannot signal the worker: permission denied. Run the sidecar as the worker's UID, or add the KILL capability to the sidecar's securityContext. /worker/livez fails as a safety net");
+                self.permission_reported = true;
+            }
+            self.record(Outcome::PermissionDenied);
+            // Without a signalled process the gate is the only safety net left: bound it the same.
+            self.underway = Underway::Verifying {
+                before: HashSet::new(),
+                until: now + self.config.liveness_fail_for,
+            };
+            return;
+        }
+        tracing::info!(signal = %self.config.signal, pids = ?delivered.iter().map(|p| p.pid).collect::<Vec<_>>(), "signalled the worker");
+        self.record(Outcome::Signalled);
+        self.underway = Underway::Exiting {
+            procs: delivered,
+            kill_at: now + self.config.kill_after,
+            before,
+        };
+        self.enter(now, Phase::Signalled);
+    }
+
+    fn watch_exit(
+        &mut self,
+        procs: Vec<ProcessId>,
+        kill_at: Instant,
+        before: HashSet<ProcessId>,
+        now: Instant,
+    ) {
+        let alive: Vec<ProcessId> = procs
+            .into_iter()
+            .filter(|p| self.seen.contains(p))
+            .collect();
+        let until = now + self.config.verify_timeout;
+        let verifying = |before| Underway::Verifying { before, until };
+        if alive.is_empty() {
+            self.underway = verifying(before);
+            self.enter(now, Phase::Verifying);
+        } else if now >= kill_at {
+            tracing::info!(pids = ?alive.iter().map(|p| p.pid).collect::<Vec<_>>(), after = %humantime::format_duration(self.config.kill_after), "the worker ignored the signal; sending SIGKILL");
+            self.out.push(Action::Kill(alive));
+            self.record(Outcome::Killed);
+            self.underway = verifying(before);
+            self.enter(now, Phase::Verifying);
+        } else {
+            self.underway = Underway::Exiting {
+                procs: alive,
+                kill_at,
+                before,
+            };
+        }
+    }
+
+    fn verify(&mut self, before: HashSet<ProcessId>, until: Instant, now: Instant) {
+        // A signalled worker is verified by a process that was not there before the signal: it
+        // started afterwards, so it read the handoff as it is now.
+        if !before.is_empty() && self.seen.iter().any(|p| !before.contains(p)) {
+            tracing::info!("the worker restarted");
+            self.finish(now, Some(Outcome::Verified), true, None);
+        } else if now >= until {
+            if self.config.mode != RestartMode::None {
+                tracing::warn!("could not verify that the worker restarted onto the new hub");
+                self.record(Outcome::Unverified);
+            }
+            self.finish(now, None, false, None);
+        } else {
+            self.underway = Underway::Verifying { before, until };
+        }
+    }
+
+    /// A worker that started on a decision at least as new as the one owed to it needs nothing
+    /// more, whoever restarted it.
+    fn on_ack(&mut self, now: Instant, ack: Ack) {
+        self.last_ack = Some(ack);
+        let owed = match (&self.acting, &self.target) {
+            (Some(a), _) => a.generation,
+            (None, Some(t)) => t.generation,
+            (None, None) if !self.confirmed => self.worker.map_or(0, |(_, g)| g),
+            (None, None) => return,
+        };
+        // An acknowledgement of a decision that was never published is not the wrapper's: it
+        // must not be able to cancel a restart.
+        let latest = [&self.target, &self.acting]
+            .into_iter()
+            .flatten()
+            .map(|d| d.generation)
+            .chain(self.worker.map(|(_, g)| g))
+            .max()
+            .unwrap_or(0);
+        if ack.generation < owed || ack.generation > latest {
+            return;
+        }
+        tracing::info!(
+            generation = ack.generation,
+            "the worker acknowledged the current decision"
+        );
+        if self
+            .target
+            .as_ref()
+            .is_some_and(|t| ack.generation >= t.generation)
+        {
+            // The worker already started on the newest decision: drop the pending action.
+            self.target = None;
+            self.act_at = None;
+        }
+        if self.acting.is_some() {
+            let outcome = match self.config.mode {
+                RestartMode::Liveness => Some(Outcome::GateCleared),
+                RestartMode::Signal => Some(Outcome::Verified),
+                RestartMode::None => None,
+            };
+            // The worker says which decision it started on: a switch published while the action
+            // was under way may be the one it read.
+            let started_on = ack.hub.map(|hub| (hub, ack.generation));
+            self.finish(now, outcome, true, started_on);
+        } else {
+            self.confirmed = true;
+            if let Some(hub) = ack.hub {
+                self.worker = Some((hub, ack.generation));
+            }
+            if self.target.is_none() && self.view.phase == Phase::Waiting {
+                self.enter(now, Phase::Idle);
+            }
+            self.refresh();
+        }
+    }
+
+    /// The action under way is over: verified (`confirmed`) or presumed done.
+    fn finish(
+        &mut self,
+        now: Instant,
+        outcome: Option<Outcome>,
+        confirmed: bool,
+        started_on: Option<(HubId, u64)>,
+    ) {
+        self.underway = Underway::None;
+        if let Some(o) = outcome {
+            self.record(o);
+        }
+        if let Some(a) = self.acting.take() {
+            // Unverified still presumes the restart happened (kubelet acts on a failing gate), so
+            // that a later switch back is treated as the real move it is.
+            self.worker = Some(started_on.unwrap_or((a.hub, a.generation)));
+        }
+        self.confirmed = confirmed;
+        let phase = match (outcome, confirmed) {
+            (_, false) if self.config.mode != RestartMode::None => Phase::Unverified,
+            (Some(_), true) => Phase::Verified,
+            _ => Phase::Idle,
+        };
+        self.enter(now, phase);
+        self.close_gate();
+        let worker_hub = self.worker.map(|(hub, _)| hub);
+        if let Some(t) = &self.target {
+            if worker_hub == Some(t.hub) {
+                self.target = None;
+            } else if self.act_at.is_none() {
+                self.schedule(now);
+            }
+        }
+        self.refresh();
+    }
+
+    fn close_gate(&mut self) {
+        if self.gate_until.take().is_some() {
+            self.out.push(Action::Gate(None));
+        }
+    }
+
+    fn enter(&mut self, now: Instant, phase: Phase) {
+        self.view.phase = phase;
+        self.view.since = Some(now);
+        self.view.waiting_for = None;
+    }
+
+    fn refresh(&mut self) {
+        self.view.worker_on_current_decision =
+            self.confirmed && self.target.is_none() && self.acting.is_none();
+    }
+
+    fn record(&mut self, outcome: Outcome) {
+        self.view.last_outcome = Some(outcome);
+        self.out.push(Action::Record(outcome));
+    }
+}
