@@ -28,6 +28,9 @@ use crate::config::{RestartConfig, RestartMode};
 use crate::resolver::Reason;
 use crate::verdict::HubId;
 
+/// How long acknowledgements are read after a decision or an action, owed or not.
+const ACK_SETTLE: Duration = Duration::from_secs(10);
+
 /// A published decision, as far as restarts are concerned.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Decision {
@@ -119,8 +122,16 @@ pub struct Machine {
     worker: Option<(HubId, u64)>,
     /// False after an action that could not be verified, until the worker acknowledges.
     confirmed: bool,
+    /// False when a switch came while the worker restarted and no acknowledgement yet says
+    /// which decision the new worker read: `worker` is then a guess, not to skip an action on.
+    worker_known: bool,
     /// The latest switch not yet acted on.
     target: Option<Decision>,
+    /// The latest decision published, whatever its reason.
+    latest: Option<Decision>,
+    /// Acknowledgements are read until then even when nothing is owed: a worker that restarted
+    /// on its own may have read a newer decision than the machine believes.
+    settle_until: Option<Instant>,
     /// The switch the action under way is for.
     acting: Option<Decision>,
     act_at: Option<Instant>,
@@ -143,7 +154,10 @@ impl Machine {
             rng: fastrand::Rng::with_seed(seed),
             worker: None,
             confirmed: true,
+            worker_known: true,
             target: None,
+            latest: None,
+            settle_until: None,
             acting: None,
             act_at: None,
             underway: Underway::None,
@@ -186,7 +200,7 @@ impl Machine {
             }
             Underway::Verifying { .. } => Some(now + Duration::from_millis(250)),
             // Something is owed to the worker: look for its acknowledgement now and then.
-            Underway::None if self.owes() => Some(now + Duration::from_secs(1)),
+            Underway::None if self.wants_ack(now) => Some(now + Duration::from_secs(1)),
             Underway::None => None,
         };
         [self.act_at, poll, self.gate_until]
@@ -196,8 +210,8 @@ impl Machine {
     }
 
     /// Whether the driver should read the acknowledgement before the next tick.
-    pub fn wants_ack(&self) -> bool {
-        self.owes()
+    pub fn wants_ack(&self, now: Instant) -> bool {
+        self.owes() || self.settle_until.is_some_and(|until| now < until)
     }
 
     /// Whether the driver should look for worker processes before the next tick.
@@ -216,21 +230,35 @@ impl Machine {
     }
 
     fn on_published(&mut self, now: Instant, d: Decision) {
+        self.latest = Some(d.clone());
+        self.settle_until = Some(now + ACK_SETTLE);
         if d.reason != Reason::Switch {
             // The worker starts on (or, after a sidecar restart, already runs on) this decision.
             if self.worker.is_none() {
-                let ack_hub = self.last_ack.and_then(|a| a.hub);
-                match ack_hub {
-                    Some(hub) if d.reason == Reason::Resumed && hub != d.hub => {
+                let ack = self.last_ack.filter(|_| d.reason == Reason::Resumed);
+                match ack.map(|a| (a.generation, a.hub)) {
+                    Some((generation, _)) if generation > d.generation => {
+                        // An acknowledgement of a decision never published: where the worker
+                        // runs is unknown. Act on nothing, and say so until a real one comes.
+                        tracing::warn!(ack = generation, decision = d.generation, "the worker's acknowledgement names a decision never published; presuming the worker runs on the resumed decision, unverified");
+                        self.worker = Some((d.hub, d.generation));
+                        self.worker_known = false;
+                        self.confirmed = false;
+                        self.refresh();
+                    }
+                    Some((generation, Some(hub))) if hub != d.hub => {
                         // The sidecar restarted between publishing a switch and moving the worker.
                         tracing::info!(worker_hub = %hub, decision = %d.hub, "the worker still runs on the hub before the last switch; moving it");
-                        self.worker = Some((hub, 0));
+                        self.worker = Some((hub, generation));
                         self.view.target_generation = Some(d.generation);
                         self.target = Some(d);
                         self.schedule(now);
                         self.refresh();
                     }
-                    _ => self.worker = Some((d.hub, d.generation)),
+                    // The acknowledgement's generation, so that a newer one (a worker that
+                    // started while this sidecar was away) still says where it runs.
+                    Some((generation, _)) => self.worker = Some((d.hub, generation)),
+                    None => self.worker = Some((d.hub, d.generation)),
                 }
             }
             return;
@@ -280,9 +308,8 @@ impl Machine {
         let Some(target) = self.target.take() else {
             return;
         };
-        if self.worker.is_some_and(|(hub, _)| hub == target.hub) {
+        if self.worker_known && self.worker.is_some_and(|(hub, _)| hub == target.hub) {
             tracing::info!(hub = %target.hub, "the decision went back to the worker's hub before the restart; nothing to do");
-            self.worker = Some((target.hub, target.generation));
             self.enter(now, Phase::Idle);
             self.refresh();
             return;
@@ -412,22 +439,34 @@ impl Machine {
     /// more, whoever restarted it.
     fn on_ack(&mut self, now: Instant, ack: Ack) {
         self.last_ack = Some(ack);
-        let owed = match (&self.acting, &self.target) {
-            (Some(a), _) => a.generation,
-            (None, Some(t)) => t.generation,
-            (None, None) if !self.confirmed => self.worker.map_or(0, |(_, g)| g),
-            (None, None) => return,
-        };
         // An acknowledgement of a decision that was never published is not the wrapper's: it
         // must not be able to cancel a restart.
-        let latest = [&self.target, &self.acting]
+        let latest = [&self.target, &self.acting, &self.latest]
             .into_iter()
             .flatten()
             .map(|d| d.generation)
             .chain(self.worker.map(|(_, g)| g))
             .max()
             .unwrap_or(0);
-        if ack.generation < owed || ack.generation > latest {
+        if ack.generation > latest {
+            return;
+        }
+        // Whatever is owed, a newer acknowledgement says where the worker runs now: a worker
+        // restarted for one switch may have started on the next.
+        if let Some(hub) = ack.hub {
+            if self.worker.is_some_and(|(_, g)| ack.generation > g) || !self.worker_known {
+                self.worker = Some((hub, ack.generation));
+                self.worker_known = true;
+                self.behind_the_latest(now, hub);
+            }
+        }
+        let owed = match (&self.acting, &self.target) {
+            (Some(a), _) => a.generation,
+            (None, Some(t)) => t.generation,
+            (None, None) if !self.confirmed => self.worker.map_or(0, |(_, g)| g),
+            (None, None) => return,
+        };
+        if ack.generation < owed {
             return;
         }
         tracing::info!(
@@ -474,13 +513,16 @@ impl Machine {
         started_on: Option<(HubId, u64)>,
     ) {
         self.underway = Underway::None;
+        self.settle_until = Some(now + ACK_SETTLE);
         if let Some(o) = outcome {
             self.record(o);
         }
         if let Some(a) = self.acting.take() {
             // Unverified still presumes the restart happened (kubelet acts on a failing gate), so
-            // that a later switch back is treated as the real move it is.
+            // that a later switch back is treated as the real move it is. A worker that started
+            // while a newer switch was out may have read that one: only its acknowledgement says.
             self.worker = Some(started_on.unwrap_or((a.hub, a.generation)));
+            self.worker_known = started_on.is_some() || self.target.is_none();
         }
         self.confirmed = confirmed;
         let phase = match (outcome, confirmed) {
@@ -492,13 +534,30 @@ impl Machine {
         self.close_gate();
         let worker_hub = self.worker.map(|(hub, _)| hub);
         if let Some(t) = &self.target {
-            if worker_hub == Some(t.hub) {
+            if self.worker_known && worker_hub == Some(t.hub) {
                 self.target = None;
             } else if self.act_at.is_none() {
                 self.schedule(now);
             }
         }
         self.refresh();
+    }
+
+    /// The worker runs on `hub`: if nothing is under way and the latest decision names another
+    /// hub, the worker is owed a move onto it.
+    fn behind_the_latest(&mut self, now: Instant, hub: HubId) {
+        let Some(latest) = self.latest.clone().filter(|d| d.hub != hub) else {
+            return;
+        };
+        if self.target.is_none() && self.acting.is_none() {
+            tracing::info!(worker_hub = %hub, decision = %latest.hub, "the worker acknowledged an older decision than the one published; moving it");
+            self.view.target_generation = Some(latest.generation);
+            self.target = Some(latest);
+            if self.act_at.is_none() {
+                self.schedule(now);
+            }
+            self.refresh();
+        }
     }
 
     fn close_gate(&mut self) {
@@ -521,5 +580,269 @@ impl Machine {
     fn record(&mut self, outcome: Outcome) {
         self.view.last_outcome = Some(outcome);
         self.out.push(Action::Record(outcome));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{restart_config, secs};
+    use HubId::{Primary as P, Secondary as S};
+
+    struct Run {
+        m: Machine,
+        t0: Instant,
+    }
+
+    fn run(mode: RestartMode, jitter: u64, cooldown: u64) -> Run {
+        let mut c = restart_config(mode);
+        c.jitter = secs(jitter);
+        c.cooldown = secs(cooldown);
+        Run {
+            m: Machine::new(c, 7),
+            t0: Instant::now(),
+        }
+    }
+
+    fn decision(hub: HubId, generation: u64, reason: Reason) -> Event {
+        Event::Published(Decision {
+            hub,
+            endpoint: format!("https://{hub}:6443"),
+            generation,
+            reason,
+        })
+    }
+
+    fn proc(pid: i32) -> ProcessId {
+        ProcessId {
+            pid,
+            start_ticks: pid as u64 * 10,
+        }
+    }
+
+    impl Run {
+        fn at(&mut self, s: f64, e: Event) -> Vec<Action> {
+            self.m.handle(self.t0 + Duration::from_secs_f64(s), e)
+        }
+        fn tick(&mut self, s: f64) -> Vec<Action> {
+            self.at(s, Event::Tick)
+        }
+        fn ack(&mut self, s: f64, generation: u64, hub: HubId) -> Vec<Action> {
+            self.at(
+                s,
+                Event::Ack(Ack {
+                    generation,
+                    hub: Some(hub),
+                }),
+            )
+        }
+    }
+
+    fn opened(actions: &[Action]) -> bool {
+        actions.iter().any(|a| matches!(a, Action::Gate(Some(_))))
+    }
+
+    fn recorded(actions: &[Action]) -> Vec<Outcome> {
+        actions
+            .iter()
+            .filter_map(|a| match a {
+                Action::Record(o) => Some(*o),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn decisions_that_are_not_switches_never_act() {
+        for reason in [
+            Reason::Startup,
+            Reason::Default,
+            Reason::Resumed,
+            Reason::SingleHub,
+        ] {
+            for mode in [
+                RestartMode::Signal,
+                RestartMode::Liveness,
+                RestartMode::None,
+            ] {
+                let mut r = run(mode, 0, 0);
+                // Even with an acknowledgement on file that names the same hub.
+                assert!(r.ack(0.0, 1, S).is_empty());
+                assert!(r.at(0.0, decision(S, 2, reason)).is_empty());
+                r.at(0.0, Event::Processes(vec![proc(10)]));
+                for s in 0..600 {
+                    assert!(r.tick(s as f64).is_empty(), "{reason:?} {mode:?} at {s}s");
+                }
+                assert_eq!(r.m.next_wake(r.t0 + secs(600)), None, "{reason:?} {mode:?}");
+                assert!(r.m.view().worker_on_current_decision);
+            }
+        }
+    }
+
+    #[test]
+    fn a_resumed_decision_moves_a_worker_the_ack_places_on_the_other_hub() {
+        let mut r = run(RestartMode::Liveness, 0, 0);
+        r.ack(0.0, 4, P);
+        r.at(0.0, decision(S, 6, Reason::Resumed));
+        assert!(!r.m.view().worker_on_current_decision);
+        let acts = r.tick(0.0);
+        assert!(opened(&acts), "{acts:?}");
+        assert_eq!(recorded(&acts), [Outcome::GateFailed]);
+    }
+
+    #[test]
+    fn a_switch_waits_for_its_jitter_then_acts_once() {
+        let mut r = run(RestartMode::Liveness, 5, 60);
+        r.at(0.0, decision(P, 1, Reason::Startup));
+        r.at(10.0, decision(S, 2, Reason::Switch));
+        assert_eq!(r.m.view().phase, Phase::Waiting);
+        // Step the clock 10 ms at a time: exactly one action, inside the jitter window.
+        let mut acted = Vec::new();
+        for ms in (10_000..20_000).step_by(10) {
+            let acts = r.tick(ms as f64 / 1000.0);
+            if opened(&acts) {
+                assert_eq!(recorded(&acts), [Outcome::GateFailed]);
+                acted.push(ms);
+            }
+        }
+        assert_eq!(acted.len(), 1, "{acted:?}");
+        assert!((10_000..=15_000).contains(&acted[0]), "{acted:?}");
+    }
+
+    #[test]
+    fn switches_inside_the_cooldown_are_coalesced_to_its_end() {
+        let mut r = run(RestartMode::Liveness, 0, 60);
+        r.at(0.0, decision(P, 1, Reason::Startup));
+        r.at(10.0, decision(S, 2, Reason::Switch));
+        assert!(opened(&r.tick(10.0)));
+        r.ack(12.0, 2, S);
+        // Two more switches inside the window: one action, at its end, for the last.
+        r.at(20.0, decision(P, 3, Reason::Switch));
+        r.at(25.0, decision(S, 4, Reason::Switch));
+        r.at(30.0, decision(P, 5, Reason::Switch));
+        for s in 30..70 {
+            let acts = r.tick(s as f64);
+            assert_eq!(opened(&acts), s == 70, "at {s}s: {acts:?}");
+        }
+        let acts = r.tick(70.0);
+        match acts.iter().find_map(|a| match a {
+            Action::Gate(Some(g)) => Some(g),
+            _ => None,
+        }) {
+            Some(g) => assert!(g.reason.contains("generation 5"), "{}", g.reason),
+            None => panic!("no action at the end of the window: {acts:?}"),
+        }
+    }
+
+    #[test]
+    fn a_decision_back_on_the_workers_hub_before_the_action_does_nothing() {
+        let mut r = run(RestartMode::Signal, 0, 60);
+        r.at(0.0, decision(P, 1, Reason::Startup));
+        r.at(0.0, Event::Processes(vec![proc(10)]));
+        r.at(10.0, decision(S, 2, Reason::Switch));
+        r.tick(10.0);
+        r.ack(11.0, 2, S);
+        r.at(20.0, decision(P, 3, Reason::Switch));
+        r.at(30.0, decision(S, 4, Reason::Switch));
+        for s in 30..200 {
+            assert!(r.tick(s as f64).is_empty(), "at {s}s");
+        }
+        assert!(r.m.view().worker_on_current_decision);
+    }
+
+    #[test]
+    fn signal_mode_signals_waits_kills_and_verifies_by_a_new_process() {
+        let mut r = run(RestartMode::Signal, 0, 0);
+        r.at(0.0, decision(P, 1, Reason::Startup));
+        r.at(1.0, decision(S, 2, Reason::Switch));
+        r.at(1.0, Event::Processes(vec![proc(10), proc(11)]));
+        let acts = r.tick(1.0);
+        assert!(opened(&acts));
+        assert!(acts.contains(&Action::Signal(vec![proc(10), proc(11)])));
+        let acts = r.at(
+            1.0,
+            Event::Signalled {
+                delivered: vec![proc(10), proc(11)],
+                denied: false,
+            },
+        );
+        assert_eq!(recorded(&acts), [Outcome::Signalled]);
+        assert_eq!(r.m.view().phase, Phase::Signalled);
+        // One exits, one ignores the signal until --kill-after (30s).
+        r.at(2.0, Event::Processes(vec![proc(11)]));
+        assert!(r.tick(2.0).is_empty());
+        r.at(31.0, Event::Processes(vec![proc(11)]));
+        let acts = r.tick(31.0);
+        assert_eq!(acts[0], Action::Kill(vec![proc(11)]));
+        assert_eq!(recorded(&acts), [Outcome::Killed]);
+        // An old process is not a restart; a new one is.
+        r.at(32.0, Event::Processes(vec![proc(11)]));
+        assert!(r.tick(32.0).is_empty());
+        r.at(33.0, Event::Processes(vec![proc(12)]));
+        let acts = r.tick(33.0);
+        assert_eq!(recorded(&acts), [Outcome::Verified]);
+        assert!(acts.contains(&Action::Gate(None)));
+        assert_eq!(r.m.view().phase, Phase::Verified);
+    }
+
+    #[test]
+    fn without_a_worker_or_permission_the_gate_is_the_safety_net() {
+        let mut r = run(RestartMode::Signal, 0, 0);
+        r.at(0.0, decision(P, 1, Reason::Startup));
+        r.at(1.0, decision(S, 2, Reason::Switch));
+        let acts = r.tick(1.0);
+        assert!(opened(&acts));
+        assert_eq!(recorded(&acts), [Outcome::NotFound]);
+
+        let mut r = run(RestartMode::Signal, 0, 0);
+        r.at(0.0, decision(P, 1, Reason::Startup));
+        r.at(1.0, decision(S, 2, Reason::Switch));
+        r.at(1.0, Event::Processes(vec![proc(10)]));
+        r.tick(1.0);
+        let acts = r.at(
+            1.0,
+            Event::Signalled {
+                delivered: vec![],
+                denied: true,
+            },
+        );
+        assert_eq!(recorded(&acts), [Outcome::PermissionDenied]);
+        // The gate closes by itself at --liveness-fail-for (90s), unverified.
+        assert!(r.tick(90.9).is_empty());
+        let acts = r.tick(91.0);
+        assert!(acts.contains(&Action::Gate(None)), "{acts:?}");
+        assert_eq!(recorded(&acts), [Outcome::Unverified]);
+        assert_eq!(r.m.view().phase, Phase::Unverified);
+        assert!(!r.m.view().worker_on_current_decision);
+        // A late acknowledgement of the decision confirms it.
+        r.ack(200.0, 2, S);
+        assert!(r.m.view().worker_on_current_decision);
+    }
+
+    #[test]
+    fn acknowledgements_clear_the_gate_unless_forged_or_stale() {
+        let mut r = run(RestartMode::Liveness, 0, 0);
+        r.at(0.0, decision(P, 1, Reason::Startup));
+        r.at(1.0, decision(S, 2, Reason::Switch));
+        assert!(opened(&r.tick(1.0)));
+        // Stale (the old decision) and forged (never published) acks change nothing.
+        assert!(r.ack(2.0, 1, P).is_empty());
+        assert!(r.ack(3.0, 9, S).is_empty());
+        let acts = r.ack(4.0, 2, S);
+        assert_eq!(recorded(&acts), [Outcome::GateCleared]);
+        assert!(acts.contains(&Action::Gate(None)));
+        // Twice is once.
+        assert!(r.ack(5.0, 2, S).is_empty());
+        assert!(r.m.view().worker_on_current_decision);
+    }
+
+    #[test]
+    fn observe_only_records_and_never_touches_the_gate() {
+        let mut r = run(RestartMode::None, 0, 0);
+        r.at(0.0, decision(P, 1, Reason::Startup));
+        r.at(1.0, decision(S, 2, Reason::Switch));
+        r.at(1.0, Event::Processes(vec![proc(10)]));
+        let acts = r.tick(1.0);
+        assert_eq!(acts, [Action::Record(Outcome::Observed)]);
     }
 }

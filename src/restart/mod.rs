@@ -128,7 +128,7 @@ impl Restarter {
                 self.read_ack(now);
                 self.feed(now, Event::Published(decision_of(&h)));
             }
-            if self.machine.wants_ack() {
+            if self.machine.wants_ack(now) {
                 self.read_ack(now);
             }
             if self.machine.wants_processes(now) {
