@@ -38,11 +38,17 @@ pub struct DecisionView {
 
 pub async fn run(config: &Config) -> Report {
     let mut clients = HubClient::for_config(config);
-    let probes = probe_all(&mut clients).await;
+    let mut probes = probe_all(&mut clients).await;
     let now = jiff::Timestamp::now();
     let mut resolver = Resolver::new(config.endpoints(), config.confirmations);
     let verdicts: Vec<(HubId, &Verdict)> = probes.iter().map(|p| (p.hub, &p.verdict)).collect();
-    let decision = resolver.observe(&verdicts).decision.and_then(|d| {
+    let step = resolver.observe(now, &verdicts);
+    for p in &mut probes {
+        if let Some(e) = step.refused(p.hub) {
+            p.verdict = Verdict::Error(e.clone());
+        }
+    }
+    let decision = step.decision.and_then(|d| {
         config.hub(d.hub).map(|h| DecisionView {
             hub: d.hub,
             endpoint: h.raw_endpoint.clone(),

@@ -1,16 +1,12 @@
 //! The `status.activeController` claim a hub publishes, and endpoint normalization.
 //!
-//! Pure: bytes and a clock reading in, a typed claim (or the reason it is unusable) out.
+//! Pure: bytes in, a typed claim (or the reason it is unusable) out. Whether a claim counts is
+//! the resolver's to say (an unconfigured endpoint, a date too far ahead).
 
 use std::fmt;
 
-use jiff::{SignedDuration, Timestamp};
+use jiff::Timestamp;
 use serde::Deserialize;
-
-/// How far a claim's `lastUpdated` may lie ahead of our clock. A timestamp further in the future
-/// would win every disagreement until that moment arrives, so a hub with a broken clock (or a
-/// hostile writer) could pin the worker; such a claim is rejected as a bad response instead.
-pub const MAX_FUTURE_SKEW: SignedDuration = SignedDuration::from_mins(5);
 
 /// A hub endpoint in canonical form: `https://host:port[/path]`, scheme and host lowercased,
 /// port explicit, no trailing slash. Two spellings of one API server compare equal.
@@ -102,13 +98,6 @@ pub struct Claim {
     pub last_updated: Option<Timestamp>,
 }
 
-impl Claim {
-    /// The part of a claim that a switch is confirmed on (everything but `lastUpdated`).
-    pub fn same_candidate(&self, other: &Claim) -> bool {
-        self.endpoint == other.endpoint && self.identity == other.identity
-    }
-}
-
 /// Why an answer from a hub could not be read as a claim. Every variant means "no say".
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ClaimError {
@@ -118,8 +107,6 @@ pub enum ClaimError {
     Endpoint(EndpointError),
     #[error("status.activeController.lastUpdated is not an RFC 3339 time: {0}")]
     Timestamp(String),
-    #[error("status.activeController.lastUpdated {at} is more than {MAX_FUTURE_SKEW:#} ahead of this clock ({now})")]
-    FutureTimestamp { at: Timestamp, now: Timestamp },
 }
 
 #[derive(Deserialize)]
@@ -145,7 +132,7 @@ struct ActiveControllerDoc {
 }
 
 /// Reads the claim out of a `Cluster` object's JSON. `Ok(None)` is "answered, published nothing".
-pub fn parse_cluster(body: &[u8], now: Timestamp) -> Result<Option<Claim>, ClaimError> {
+pub fn parse_cluster(body: &[u8]) -> Result<Option<Claim>, ClaimError> {
     let doc: ClusterDoc =
         serde_json::from_slice(body).map_err(|e| ClaimError::Json(e.to_string()))?;
     let Some(ac) = doc.status.and_then(|s| s.active_controller) else {
@@ -161,9 +148,6 @@ pub fn parse_cluster(body: &[u8], now: Timestamp) -> Result<Option<Claim>, Claim
             let at: Timestamp = raw
                 .parse()
                 .map_err(|e: jiff::Error| ClaimError::Timestamp(e.to_string()))?;
-            if at.duration_since(now) > MAX_FUTURE_SKEW {
-                return Err(ClaimError::FutureTimestamp { at, now });
-            }
             Some(at)
         }
     };
@@ -178,10 +162,6 @@ pub fn parse_cluster(body: &[u8], now: Timestamp) -> Result<Option<Claim>, Claim
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn now() -> Timestamp {
-        "2026-12-02T10:00:00Z".parse().unwrap()
-    }
 
     fn ep(s: &str) -> Endpoint {
         Endpoint::parse(s).unwrap()
@@ -264,7 +244,7 @@ mod tests {
         let body = br#"{"apiVersion":"controller.kubeslice.io/v1alpha1","kind":"Cluster",
             "status":{"activeController":{"endpoint":"https://10.1.80.12:6443/",
             "activeIdentity":"ctrl-b","lastUpdated":"2026-12-02T09:59:50Z","caBundle":"LS0t","x":1}}}"#;
-        let claim = parse_cluster(body, now()).unwrap().unwrap();
+        let claim = parse_cluster(body).unwrap().unwrap();
         assert_eq!(claim.endpoint, ep("https://10.1.80.12:6443"));
         assert_eq!(claim.identity.as_deref(), Some("ctrl-b"));
         assert_eq!(
@@ -283,7 +263,7 @@ mod tests {
             br#"{"status":{"activeController":{"endpoint":"","identity":"x"}}}"#,
         ] {
             assert_eq!(
-                parse_cluster(body, now()),
+                parse_cluster(body),
                 Ok(None),
                 "{}",
                 String::from_utf8_lossy(body)
@@ -299,34 +279,8 @@ mod tests {
             br#"{"status":{"activeController":{"endpoint":42}}}"#,
             br#"{"status":{"activeController":{"endpoint":"ftp://x"}}}"#,
             br#"{"status":{"activeController":{"endpoint":"https://a:1","lastUpdated":"yesterday"}}}"#,
-            br#"{"status":{"activeController":{"endpoint":"https://a:1","lastUpdated":"2099-01-01T00:00:00Z"}}}"#,
         ] {
-            assert!(parse_cluster(body, now()).is_err(), "{}", String::from_utf8_lossy(body));
+            assert!(parse_cluster(body).is_err(), "{}", String::from_utf8_lossy(body));
         }
-    }
-
-    #[test]
-    fn a_timestamp_slightly_ahead_is_tolerated() {
-        let body = br#"{"status":{"activeController":{"endpoint":"https://a:1","lastUpdated":"2026-12-02T10:04:00+00:00"}}}"#;
-        assert!(parse_cluster(body, now()).unwrap().is_some());
-    }
-
-    #[test]
-    fn candidates_ignore_last_updated() {
-        let a = Claim {
-            endpoint: ep("https://a:1"),
-            identity: Some("x".into()),
-            last_updated: Some(now()),
-        };
-        let b = Claim {
-            last_updated: None,
-            ..a.clone()
-        };
-        let c = Claim {
-            identity: Some("y".into()),
-            ..a.clone()
-        };
-        assert!(a.same_candidate(&b));
-        assert!(!a.same_candidate(&c));
     }
 }

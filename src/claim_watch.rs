@@ -14,8 +14,9 @@ use kube::runtime::WatchStreamExt;
 use serde::Serialize;
 use tokio::sync::{watch, Notify};
 
-use crate::claim::{parse_cluster, Claim};
+use crate::claim::{parse_cluster, Endpoint};
 use crate::metrics::Metrics;
+use crate::resolver::Candidate;
 use crate::verdict::HubId;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -56,13 +57,10 @@ impl Default for WatchView {
     }
 }
 
-/// What a claim change is compared on: the candidate without `lastUpdated`, which the Active
-/// republishes on a timer.
-type Seen = Option<(String, Option<String>)>;
-
-fn seen(claim: Option<&Claim>) -> Seen {
-    claim.map(|c| (c.endpoint.to_string(), c.identity.clone()))
-}
+/// What a claim change is compared on: the candidate, as the resolver compares it (without
+/// `lastUpdated`, which the Active republishes on a timer). A claim naming an unconfigured
+/// endpoint is none; the next poll reports it.
+type Seen = Option<Candidate>;
 
 pub struct HubWatch {
     pub hub: HubId,
@@ -72,6 +70,8 @@ pub struct HubWatch {
     /// little above it, so a watch that hangs silently is dropped and re-established.
     pub timeout: Duration,
     pub trigger: Arc<Notify>,
+    /// The configured hubs, to read a claim's candidate against.
+    pub hubs: Vec<(HubId, Endpoint)>,
     pub metrics: Metrics,
     /// This watch's view, for `/status`.
     pub view: watch::Sender<WatchView>,
@@ -169,14 +169,14 @@ impl HubWatch {
                         continue;
                     }
                     Event::InitApply(obj) => {
-                        initial = claim_of(&obj);
+                        initial = claim_of(&obj, &self.hubs);
                         continue;
                     }
                     Event::InitDone => {
                         self.set(WatchState::Up, None);
                         initial.take()
                     }
-                    Event::Apply(obj) => claim_of(&obj),
+                    Event::Apply(obj) => claim_of(&obj, &self.hubs),
                     Event::Delete(_) => None,
                 };
                 self.count_event();
@@ -236,12 +236,7 @@ impl HubWatch {
 
 /// The candidate a watched object names; an object that can't be read names none (the round
 /// that follows will say why).
-fn claim_of(obj: &DynamicObject) -> Seen {
+fn claim_of(obj: &DynamicObject, hubs: &[(HubId, Endpoint)]) -> Seen {
     let bytes = serde_json::to_vec(obj).ok()?;
-    seen(
-        parse_cluster(&bytes, jiff::Timestamp::now())
-            .ok()
-            .flatten()
-            .as_ref(),
-    )
+    Candidate::of(&parse_cluster(&bytes).ok()??, hubs)
 }

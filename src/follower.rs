@@ -8,7 +8,6 @@ use jiff::Timestamp;
 use tokio::sync::{watch, Notify};
 use tokio::time::Instant;
 
-use crate::claim::Endpoint;
 use crate::config::Config;
 use crate::handoff::{self, Handoff};
 use crate::hub::{probe_all, HubClient, Probe};
@@ -166,48 +165,56 @@ impl Follower {
             }
         };
         self.next_generation = previous.generation + 1;
-        let still_configured = self.config.hub(previous.hub).is_some_and(|h| {
-            Endpoint::parse(&previous.endpoint).ok().as_ref() == Some(&h.endpoint)
-        });
-        if self.config.single_hub() && previous.hub == HubId::Primary && still_configured {
-            self.view.send_modify(|s| s.published = Some(previous));
-            self.metrics.set_active(HubId::Primary, &[HubId::Primary]);
-            return;
-        }
-        if !still_configured {
+        let identity = previous.identity.clone();
+        let Some(decision) = self
+            .resolver
+            .resume(previous.hub, &previous.endpoint, identity)
+        else {
             tracing::info!(
                 hub = %previous.hub,
                 endpoint = %previous.endpoint,
                 "the earlier decision names a hub that is no longer configured; deciding afresh"
             );
             return;
+        };
+        if self.config.single_hub() {
+            // Nothing to decide with one hub: the earlier decision stands as it was written.
+            self.view.send_modify(|s| s.published = Some(previous));
+            self.metrics.set_active(HubId::Primary, &[HubId::Primary]);
+            return;
         }
-        if let Some(decision) = self
-            .resolver
-            .resume(previous.hub, previous.identity.clone())
-        {
-            self.unpublished = Some(decision);
-            self.publish_pending();
-        }
+        self.unpublished = Some(decision);
+        self.publish_pending();
     }
 
     /// One round's verdicts through the rule, and the result out to disk, metrics, logs.
     pub fn round(&mut self, probes: &[Probe]) {
         let now = Timestamp::now();
-        for probe in probes {
+        let verdicts: Vec<(HubId, &Verdict)> = probes.iter().map(|p| (p.hub, &p.verdict)).collect();
+        let step = self.resolver.observe(now, &verdicts);
+        // A claim the rule refused for its date is reported as the bad response it is.
+        let probes: Vec<Probe> = probes
+            .iter()
+            .map(|p| match step.refused(p.hub) {
+                Some(e) => Probe {
+                    verdict: Verdict::Error(e.clone()),
+                    ..p.clone()
+                },
+                None => p.clone(),
+            })
+            .collect();
+        for probe in &probes {
             self.observe_probe(probe, now);
         }
         self.view.send_modify(|s| {
             s.last_round_at = Some(now.to_string());
-            for probe in probes {
+            for probe in &probes {
                 if let Some(h) = self.config.hub(probe.hub) {
                     s.hubs
                         .insert(probe.hub, HubView::new(&h.raw_endpoint, probe, now));
                 }
             }
         });
-        let verdicts: Vec<(HubId, &Verdict)> = probes.iter().map(|p| (p.hub, &p.verdict)).collect();
-        let step = self.resolver.observe(&verdicts);
         for hub in &self.config.hubs {
             let rejected = step.rejected.contains(&hub.id);
             if rejected {
@@ -230,21 +237,7 @@ impl Follower {
             }
         }
         if let Some(decision) = step.decision {
-            // A first decision that never reached the disk is still the first: the worker has
-            // not started on anything, so what replaces it is not a switch to restart for.
-            let first = self
-                .unpublished
-                .take()
-                .filter(|_| !self.view.borrow().ready());
-            self.unpublished = Some(match first {
-                Some(prev) if matches!(prev.reason, Reason::Startup | Reason::Default) => {
-                    Decision {
-                        reason: prev.reason,
-                        ..decision
-                    }
-                }
-                _ => decision,
-            });
+            self.unpublished = Some(decision);
         }
         self.publish_pending();
 
@@ -329,6 +322,7 @@ impl Follower {
         };
         match handoff::publish(&self.config.handoff_dir, &handoff) {
             Ok(()) => {
+                self.resolver.published();
                 self.next_generation += 1;
                 if decision.reason == Reason::Switch {
                     self.metrics.switches.inc();

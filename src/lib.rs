@@ -93,6 +93,7 @@ pub async fn run(config: Config, shutdown: watch::Receiver<bool>) -> Result<(), 
                 cluster: config.cluster_name.clone(),
                 timeout,
                 trigger: trigger.clone(),
+                hubs: config.endpoints(),
                 metrics: metrics.clone(),
                 view,
             };

@@ -15,10 +15,17 @@
 //!    with no winner then, the primary is taken by default. A sidecar that restarted beside a
 //!    running worker resumes its last decision instead, and moving away from it is a switch.
 
+use jiff::{SignedDuration, Timestamp};
 use serde::{Deserialize, Serialize};
 
 use crate::claim::{Claim, Endpoint};
-use crate::verdict::{HubId, Verdict};
+use crate::verdict::{ErrorReason, HubId, ProbeError, Verdict};
+
+/// How far a claim's `lastUpdated` may lie ahead of our clock. A timestamp further in the future
+/// would win every disagreement until that moment arrives, so a hub with a broken clock (or a
+/// hostile writer) could pin the worker; such a claim has no say, and is reported as a bad
+/// response.
+pub const MAX_FUTURE_SKEW: SignedDuration = SignedDuration::from_mins(5);
 
 /// What the worker should follow, and why it was chosen.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -55,11 +62,23 @@ impl Reason {
     }
 }
 
-/// A claim reduced to what a switch is confirmed on.
+/// A claim reduced to what a switch is confirmed on: the hub it names and the identity, not
+/// `lastUpdated` (the Active republishes on a timer). The watches compare claims by it too.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Candidate {
     pub hub: HubId,
     pub identity: Option<String>,
+}
+
+impl Candidate {
+    /// The candidate `claim` names among `hubs`; `None` when its endpoint is not configured.
+    pub fn of(claim: &Claim, hubs: &[(HubId, Endpoint)]) -> Option<Self> {
+        let (hub, _) = hubs.iter().find(|(_, e)| *e == claim.endpoint)?;
+        Some(Self {
+            hub: *hub,
+            identity: claim.identity.clone(),
+        })
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -75,6 +94,16 @@ pub struct Step {
     pub decision: Option<Decision>,
     /// The hubs whose claim named an endpoint that is not configured.
     pub rejected: Vec<HubId>,
+    /// The hubs whose claim is dated more than [`MAX_FUTURE_SKEW`] ahead, with why: they had no
+    /// say, and are reported as a bad response.
+    pub ahead: Vec<(HubId, ProbeError)>,
+}
+
+impl Step {
+    /// Why `hub`'s claim was refused for its date, if it was.
+    pub fn refused(&self, hub: HubId) -> Option<&ProbeError> {
+        self.ahead.iter().find(|(h, _)| *h == hub).map(|(_, e)| e)
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -83,6 +112,9 @@ pub struct Resolver {
     confirmations: u32,
     established: Option<HubId>,
     pending: Option<Pending>,
+    /// The first decision, while it has not reached the disk: the worker has not started on
+    /// anything yet, so what replaces it is not a switch to restart for.
+    first_unpublished: Option<Reason>,
 }
 
 impl Resolver {
@@ -93,14 +125,28 @@ impl Resolver {
             confirmations: confirmations.max(1),
             established: None,
             pending: None,
+            first_unpublished: None,
         }
     }
 
-    /// Takes over an earlier run's decision. `None` when that hub is no longer configured.
-    pub fn resume(&mut self, hub: HubId, identity: Option<String>) -> Option<Decision> {
-        if !self.hubs.iter().any(|(h, _)| *h == hub) {
+    /// The last decision reached the disk.
+    pub fn published(&mut self) {
+        self.first_unpublished = None;
+    }
+
+    /// Takes over an earlier run's decision: `hub` at `endpoint` as it was written. `None` when
+    /// that hub is no longer configured at that endpoint.
+    pub fn resume(
+        &mut self,
+        hub: HubId,
+        endpoint: &str,
+        identity: Option<String>,
+    ) -> Option<Decision> {
+        let endpoint = Endpoint::parse(endpoint).ok()?;
+        if !self.hubs.iter().any(|(h, e)| *h == hub && *e == endpoint) {
             return None;
         }
+        self.first_unpublished = None;
         self.established = Some(hub);
         self.pending = None;
         Some(Decision {
@@ -122,9 +168,9 @@ impl Resolver {
         self.confirmations
     }
 
-    /// One round: every hub's verdict, in any order.
-    pub fn observe(&mut self, verdicts: &[(HubId, &Verdict)]) -> Step {
-        let (claims, rejected) = self.usable_claims(verdicts);
+    /// One round at `now`: every hub's verdict, in any order.
+    pub fn observe(&mut self, now: Timestamp, verdicts: &[(HubId, &Verdict)]) -> Step {
+        let (claims, rejected, ahead) = self.usable_claims(now, verdicts);
         let winner = self.winner(&claims);
         let decision = match (self.established, winner) {
             (None, Some(w)) => Some(self.establish(w, Reason::Startup)),
@@ -146,12 +192,24 @@ impl Resolver {
             }
             (Some(_), Some(w)) => self.confirm(w),
         };
-        Step { decision, rejected }
+        Step {
+            decision,
+            rejected,
+            ahead,
+        }
     }
 
     fn establish(&mut self, w: Candidate, reason: Reason) -> Decision {
         self.established = Some(w.hub);
         self.pending = None;
+        let reason = match (reason, self.first_unpublished) {
+            (Reason::Switch, Some(first)) => first,
+            (Reason::Startup | Reason::Default, _) => {
+                self.first_unpublished = Some(reason);
+                reason
+            }
+            _ => reason,
+        };
         Decision {
             hub: w.hub,
             identity: w.identity,
@@ -174,32 +232,42 @@ impl Resolver {
         None
     }
 
-    fn hub_for(&self, endpoint: &Endpoint) -> Option<HubId> {
-        self.hubs
-            .iter()
-            .find(|(_, e)| e == endpoint)
-            .map(|(h, _)| *h)
-    }
-
     /// The claims that name a configured hub, as (target, claim), in configuration order of the
-    /// hub that reported them; and the reporters whose claim named anything else.
+    /// hub that reported them; the reporters whose claim named anything else; and those whose
+    /// claim is dated too far ahead.
+    #[allow(clippy::type_complexity)]
     fn usable_claims<'v>(
         &self,
+        now: Timestamp,
         verdicts: &[(HubId, &'v Verdict)],
-    ) -> (Vec<(HubId, &'v Claim)>, Vec<HubId>) {
+    ) -> (
+        Vec<(HubId, &'v Claim)>,
+        Vec<HubId>,
+        Vec<(HubId, ProbeError)>,
+    ) {
         let mut sorted: Vec<_> = verdicts.to_vec();
         sorted.sort_by_key(|(reporter, _)| *reporter);
         let mut claims = Vec::new();
         let mut rejected = Vec::new();
+        let mut ahead = Vec::new();
         for (reporter, verdict) in sorted {
-            if let Verdict::Claim(claim) = verdict {
-                match self.hub_for(&claim.endpoint) {
-                    Some(target) => claims.push((target, claim)),
-                    None => rejected.push(reporter),
-                }
+            let Verdict::Claim(claim) = verdict else {
+                continue;
+            };
+            if let Some(at) = claim
+                .last_updated
+                .filter(|at| at.duration_since(now) > MAX_FUTURE_SKEW)
+            {
+                let detail = format!("status.activeController.lastUpdated {at} is more than {MAX_FUTURE_SKEW:#} ahead of this clock ({now})");
+                ahead.push((reporter, ProbeError::new(ErrorReason::BadResponse, detail)));
+                continue;
+            }
+            match Candidate::of(claim, &self.hubs) {
+                Some(c) => claims.push((c.hub, claim)),
+                None => rejected.push(reporter),
             }
         }
-        (claims, rejected)
+        (claims, rejected, ahead)
     }
 
     fn winner(&self, claims: &[(HubId, &Claim)]) -> Option<Candidate> {
@@ -262,8 +330,18 @@ mod tests {
         Verdict::Error(ProbeError::new(ErrorReason::Timeout, "no answer"))
     }
 
+    /// The sidecar's clock in these tests: well after every claim's `lastUpdated`.
+    fn now() -> Timestamp {
+        Timestamp::from_second(1_800_000_000 + 86_400).unwrap()
+    }
+
+    /// One round whose decision, if any, reaches the disk.
     fn round(r: &mut Resolver, p: &Verdict, s: &Verdict) -> Step {
-        r.observe(&[(P, p), (S, s)])
+        let step = r.observe(now(), &[(P, p), (S, s)]);
+        if step.decision.is_some() {
+            r.published();
+        }
+        step
     }
 
     fn hub_of(step: &Step) -> Option<(HubId, Reason)> {
@@ -277,6 +355,80 @@ mod tests {
         let c = claim(target, "x", at(0));
         assert_eq!(hub_of(&round(&mut r, &c, &c)), Some((hub, Reason::Startup)));
         r
+    }
+
+    // The clock, the first decision and resuming.
+
+    #[test]
+    fn a_claim_dated_too_far_ahead_has_no_say_and_is_a_bad_response() {
+        let mut r = settled_on(P, 1);
+        let now = now();
+        let ahead = |secs: i64| Some(now.checked_add(SignedDuration::from_secs(secs)).unwrap());
+        // Four minutes ahead is a clock a little fast: accepted.
+        let step = round(&mut r, &down(), &claim(B, "b", ahead(240)));
+        assert_eq!(hub_of(&step), Some((S, Reason::Switch)));
+        assert!(step.ahead.is_empty());
+        // More than five: no say, whatever it names.
+        let step = round(&mut r, &claim(A, "a", ahead(301)), &down());
+        assert_eq!(step.decision, None);
+        let e = step.refused(P).unwrap();
+        assert_eq!(e.reason, ErrorReason::BadResponse);
+        assert!(e.detail.contains("more than 5m ahead"), "{}", e.detail);
+        assert_eq!(step.refused(S), None);
+    }
+
+    #[test]
+    fn a_first_decision_that_never_reached_the_disk_stays_the_first() {
+        let mut r = resolver(1);
+        let a = claim(A, "a", at(0));
+        let b = claim(B, "b", at(1));
+        // The startup decision's write fails (no `published()`): what replaces it is still
+        // the startup decision, not a switch to restart the worker for.
+        let step = r.observe(now(), &[(P, &a), (S, &a)]);
+        assert_eq!(hub_of(&step), Some((P, Reason::Startup)));
+        let step = r.observe(now(), &[(P, &b), (S, &b)]);
+        assert_eq!(hub_of(&step), Some((S, Reason::Startup)));
+        r.published();
+        let step = r.observe(now(), &[(P, &a), (S, &a)]);
+        assert_eq!(hub_of(&step), Some((P, Reason::Switch)));
+        // The same for a default.
+        let mut r = resolver(1);
+        assert_eq!(
+            hub_of(&r.observe(now(), &[(P, &down()), (S, &down())])),
+            Some((P, Reason::Default))
+        );
+        assert_eq!(
+            hub_of(&r.observe(now(), &[(P, &b), (S, &b)])),
+            Some((S, Reason::Default))
+        );
+    }
+
+    #[test]
+    fn resuming_needs_the_hub_still_configured_at_the_same_endpoint() {
+        let mut r = resolver(3);
+        assert_eq!(r.resume(S, "https://10.1.80.99:6443", None), None);
+        assert_eq!(r.resume(S, "not a url", None), None);
+        // Another spelling of the same endpoint is the same hub.
+        let d = r.resume(S, "HTTPS://10.1.80.12:6443/", None).unwrap();
+        assert_eq!((d.hub, d.reason), (S, Reason::Resumed));
+    }
+
+    #[test]
+    fn candidates_ignore_last_updated_and_unconfigured_endpoints() {
+        let hubs = [
+            (P, Endpoint::parse(A).unwrap()),
+            (S, Endpoint::parse(B).unwrap()),
+        ];
+        let claim = |endpoint: &str, identity: &str, when| Claim {
+            endpoint: Endpoint::parse(endpoint).unwrap(),
+            identity: Some(identity.into()),
+            last_updated: when,
+        };
+        let a = Candidate::of(&claim(B, "x", at(0)), &hubs);
+        assert_eq!(a, Candidate::of(&claim(B, "x", None), &hubs));
+        assert_ne!(a, Candidate::of(&claim(B, "y", at(0)), &hubs));
+        assert_eq!(a.map(|c| c.hub), Some(S));
+        assert_eq!(Candidate::of(&claim(ROGUE, "x", at(0)), &hubs), None);
     }
 
     // Rule 6: startup.
@@ -324,7 +476,7 @@ mod tests {
     #[test]
     fn a_resumed_decision_is_established_and_moving_away_needs_confirmations() {
         let mut r = resolver(3);
-        let d = r.resume(S, Some("b".into())).unwrap();
+        let d = r.resume(S, B, Some("b".into())).unwrap();
         assert_eq!((d.hub, d.reason), (S, Reason::Resumed));
         let c = claim(A, "a", at(0));
         assert_eq!(round(&mut r, &c, &c).decision, None);
@@ -335,7 +487,7 @@ mod tests {
     #[test]
     fn resuming_a_hub_that_is_no_longer_configured_is_refused() {
         let mut r = Resolver::new(vec![(P, Endpoint::parse(A).unwrap())], 3);
-        assert_eq!(r.resume(S, None), None);
+        assert_eq!(r.resume(S, B, None), None);
         assert_eq!(r.established(), None);
     }
 
@@ -566,7 +718,14 @@ mod properties {
         let mut r = Resolver::new(hubs(), n);
         rounds
             .iter()
-            .map(|(p, s)| r.observe(&[(HubId::Primary, p), (HubId::Secondary, s)]))
+            .map(|(p, s)| {
+                let now = Timestamp::from_second(1_800_000_000 + 86_400).unwrap();
+                let step = r.observe(now, &[(HubId::Primary, p), (HubId::Secondary, s)]);
+                if step.decision.is_some() {
+                    r.published();
+                }
+                step
+            })
             .collect()
     }
 

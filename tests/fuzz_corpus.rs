@@ -8,10 +8,6 @@ use hub_follower::claim::{parse_cluster, Endpoint};
 use hub_follower::handoff::{Ack, Handoff};
 use proptest::prelude::*;
 
-fn now() -> jiff::Timestamp {
-    jiff::Timestamp::from_second(1_800_000_000).unwrap()
-}
-
 fn corpus(kind: &str) -> Vec<(String, Vec<u8>)> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("fuzz/corpus")
@@ -34,7 +30,7 @@ fn corpus(kind: &str) -> Vec<(String, Vec<u8>)> {
 #[test]
 fn the_claim_corpus_parses_as_its_names_say() {
     for (name, bytes) in corpus("claim") {
-        let result = parse_cluster(&bytes, now());
+        let result = parse_cluster(&bytes);
         let ok = match name.split('-').next().unwrap() {
             "ok" => matches!(&result, Ok(Some(c)) if c.endpoint.as_str().starts_with("https://")),
             "none" => result == Ok(None),
@@ -97,13 +93,13 @@ fn json_value() -> impl Strategy<Value = serde_json::Value> {
 proptest! {
     #[test]
     fn any_bytes_never_panic_the_claim_parser(bytes in proptest::collection::vec(any::<u8>(), 0..512)) {
-        let _ = parse_cluster(&bytes, now());
+        let _ = parse_cluster(&bytes);
     }
 
     #[test]
     fn any_active_controller_yields_a_canonical_endpoint_or_an_error(ac in json_value()) {
         let doc = serde_json::json!({"status": {"activeController": ac}});
-        if let Ok(Some(claim)) = parse_cluster(doc.to_string().as_bytes(), now()) {
+        if let Ok(Some(claim)) = parse_cluster(doc.to_string().as_bytes()) {
             prop_assert!(claim.endpoint.as_str().starts_with("https://"));
             prop_assert_eq!(Endpoint::parse(claim.endpoint.as_str()).unwrap(), claim.endpoint);
         }

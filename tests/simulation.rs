@@ -180,7 +180,12 @@ fn run(seed: u64, verbose: bool) -> Result<(), String> {
     for round in 0..ROUNDS {
         let verdicts = world.step(t);
         history.push([names(&verdicts[0]), names(&verdicts[1])]);
-        let step = resolver.observe(&[(P, &verdicts[0]), (S, &verdicts[1])]);
+        let clock = Timestamp::from_second(1_800_000_000 + t.as_secs() as i64).unwrap();
+        let step = resolver.observe(clock, &[(P, &verdicts[0]), (S, &verdicts[1])]);
+        if step.decision.is_some() {
+            // The follower's write succeeds.
+            resolver.published();
+        }
         if verbose {
             println!(
                 "t={:>5}s active={:?} up={:?} part={} verdicts={:?} -> {:?} pending={:?}",
@@ -339,7 +344,12 @@ fn the_simulation_exercises_switches_flaps_and_rogue_claims() {
         );
         for round in 0..ROUNDS {
             let v = world.step(POLL * round as u32);
-            let step = resolver.observe(&[(P, &v[0]), (S, &v[1])]);
+            let t = POLL * round as u32;
+            let clock = Timestamp::from_second(1_800_000_000 + t.as_secs() as i64).unwrap();
+            let step = resolver.observe(clock, &[(P, &v[0]), (S, &v[1])]);
+            if step.decision.is_some() {
+                resolver.published();
+            }
             rogue_rounds += step.rejected.len();
             switches += step
                 .decision

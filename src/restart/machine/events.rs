@@ -1,0 +1,58 @@
+//! What goes into the machine and what comes out.
+
+use tokio::time::Instant;
+
+use crate::metrics::Outcome;
+use crate::resolver::Reason;
+use crate::restart::process::ProcessId;
+use crate::verdict::HubId;
+
+/// A published decision, as far as restarts are concerned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decision {
+    pub hub: HubId,
+    pub endpoint: String,
+    pub generation: u64,
+    pub reason: Reason,
+}
+
+/// The worker's acknowledgement: the decision it started on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ack {
+    pub generation: u64,
+    pub hub: Option<HubId>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Event {
+    Published(Decision),
+    /// What the acknowledgement file says now.
+    Ack(Ack),
+    /// The worker processes that exist now (signal mode).
+    Processes(Vec<ProcessId>),
+    /// The result of an [`Action::Signal`]: the processes it reached, and whether one refused.
+    Signalled {
+        delivered: Vec<ProcessId>,
+        denied: bool,
+    },
+    /// Time passed.
+    Tick,
+}
+
+/// `/worker/livez` fails until `until`, saying `reason`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Gate {
+    pub until: Instant,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// Send the restart signal to these processes; answer with [`Event::Signalled`].
+    Signal(Vec<ProcessId>),
+    /// Send SIGKILL to these processes.
+    Kill(Vec<ProcessId>),
+    /// Fail the gate (`Some`) or let it pass (`None`).
+    Gate(Option<Gate>),
+    Record(Outcome),
+}
