@@ -216,14 +216,21 @@ async fn a_claim_dated_far_ahead_is_a_bad_response_and_moves_nothing() {
     hubs.both_claim(&hubs.primary, "ctrl-a");
     let s = started(&hubs, 1);
     let b = hubs.secondary.endpoint();
-    hubs.secondary.claim_at(&b, "ctrl-b", "2999-01-01T00:00:00Z");
+    hubs.secondary
+        .claim_at(&b, "ctrl-b", "2999-01-01T00:00:00Z");
     wait_rounds(&s, &hubs, 3);
     assert_eq!(published_hub(&s), "primary");
     let status = s.status();
-    assert_eq!(status["hubs"]["secondary"]["reason"], "bad_response", "{status}");
-    let detail = status["hubs"]["secondary"]["detail"].as_str().unwrap_or_default();
+    assert_eq!(
+        status["hubs"]["secondary"]["reason"], "bad_response",
+        "{status}"
+    );
+    let detail = status["hubs"]["secondary"]["detail"]
+        .as_str()
+        .unwrap_or_default();
     assert!(detail.contains("ahead of this clock"), "{detail}");
-    let errors = "kubeslice_worker_hub_probe_errors_total{hub=\"secondary\",reason=\"bad_response\"}";
+    let errors =
+        "kubeslice_worker_hub_probe_errors_total{hub=\"secondary\",reason=\"bad_response\"}";
     assert!(s.metric(errors) >= 3.0);
 }
 

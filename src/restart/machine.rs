@@ -24,12 +24,12 @@ use tokio::time::Instant;
 mod after;
 mod events;
 
-pub use events::{Ack, Action, Decision, Event, Gate};
+pub use events::{Ack, Action, Decision, Event, Gate, Phase};
 
 use super::pacing::{Pacer, Wait};
 use super::process::ProcessId;
-use super::{Outcome, Phase};
 use crate::config::{RestartConfig, RestartMode};
+use crate::metrics::Outcome;
 use crate::resolver::Reason;
 use crate::verdict::HubId;
 

@@ -25,20 +25,10 @@ use crate::handoff::{self, Handoff};
 use crate::metrics::Metrics;
 pub use crate::metrics::Outcome;
 use crate::state::FollowerView;
+pub use machine::Phase;
 use machine::{Action, Event, Gate, Machine};
 use pacing::Wait;
 use process::SignalError;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Phase {
-    Idle,
-    Waiting,
-    Signalled,
-    Verifying,
-    Verified,
-    Unverified,
-}
 
 /// The restart side's state as `/status` shows it, and the gate `/worker/livez` answers from.
 #[derive(Debug, Clone, Serialize)]

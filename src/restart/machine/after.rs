@@ -5,11 +5,10 @@ use std::collections::HashSet;
 
 use tokio::time::Instant;
 
-use super::{Ack, Action, Machine, Underway, ACK_SETTLE};
+use super::{Ack, Action, Machine, Phase, Underway, ACK_SETTLE};
 use crate::config::RestartMode;
 use crate::metrics::Outcome;
 use crate::restart::process::ProcessId;
-use crate::restart::Phase;
 use crate::verdict::HubId;
 
 impl Machine {

@@ -1,5 +1,6 @@
 //! What goes into the machine and what comes out.
 
+use serde::Serialize;
 use tokio::time::Instant;
 
 use crate::metrics::Outcome;
@@ -55,4 +56,16 @@ pub enum Action {
     /// Fail the gate (`Some`) or let it pass (`None`).
     Gate(Option<Gate>),
     Record(Outcome),
+}
+
+/// Where the machine is, as `/status` shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Phase {
+    Idle,
+    Waiting,
+    Signalled,
+    Verifying,
+    Verified,
+    Unverified,
 }
