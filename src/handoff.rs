@@ -290,16 +290,13 @@ mod tests {
 
     fn sample(generation: u64) -> Handoff {
         Handoff {
-            hub: HubId::Secondary,
             endpoint: "https://10.1.80.12:6443".into(),
             token_file: "/var/run/secrets/kubernetes.io/hub-secondary-serviceaccount/token".into(),
             ca_file: "/var/run/secrets/kubernetes.io/hub-secondary-serviceaccount/ca.crt".into(),
-            tls_server_name: None,
             identity: Some("ctrl-b".into()),
-            generation,
             decided_at: "2026-12-02T10:00:00Z".into(),
-            reason: Reason::Switch,
             namespace: Some("kubeslice-acme".into()),
+            ..crate::testing::handoff(HubId::Secondary, generation, Reason::Switch)
         }
     }
 

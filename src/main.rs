@@ -1,7 +1,12 @@
 //! Wiring only: parse the settings, set up logs, run the chosen command.
 
+#![forbid(unsafe_code)]
+
+use std::ffi::OsString;
+use std::path::Path;
 use std::process::ExitCode;
 
+use anyhow::Context;
 use clap::Parser;
 use hub_follower::config::{Cli, Command, Config, LogFormat};
 use tokio::sync::watch;
@@ -14,39 +19,16 @@ const DEFAULT_FILTER: &str = "info,kube_client=off,kube=off,hyper_util=off,rustl
 fn main() -> ExitCode {
     let cli = Cli::parse();
     // The worker-side commands need no hub configuration.
-    match &cli.command {
-        Some(Command::Install { dest }) => {
-            return match hub_follower::exec::install(dest) {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(e) => {
-                    eprintln!(
-                        "hub-follower install: cannot install into {}: {e}",
-                        dest.display()
-                    );
-                    ExitCode::FAILURE
-                }
-            };
-        }
+    let check = match cli.command {
+        Some(Command::Install { dest }) => return install(&dest),
         Some(Command::Exec {
             wait,
             kubeconfig,
             command,
-        }) => {
-            let wait = match hub_follower::config::exec_wait(wait) {
-                Ok(w) => w,
-                Err(e) => return usage_error(&e.to_string()),
-            };
-            let err =
-                hub_follower::exec::exec(&cli.settings.handoff_dir, wait, *kubeconfig, command);
-            eprintln!("hub-follower exec: {err}");
-            return match err {
-                hub_follower::exec::ExecError::Exec { .. } => ExitCode::from(127),
-                hub_follower::exec::ExecError::NoCommand => ExitCode::from(2),
-                hub_follower::exec::ExecError::NothingPublished { .. } => ExitCode::FAILURE,
-            };
-        }
-        _ => {}
-    }
+        }) => return exec(&cli.settings.handoff_dir, &wait, kubeconfig, &command),
+        Some(Command::Check { output }) => Some(output),
+        None => None,
+    };
     let config = match Config::from_settings(&cli.settings) {
         Ok(c) => c,
         Err(e) => return usage_error(&e.to_string()),
@@ -58,42 +40,65 @@ fn main() -> ExitCode {
         ));
     }
     init_logs(config.log_format);
-    let runtime = match tokio::runtime::Builder::new_current_thread()
+    let outcome = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-    {
-        Ok(rt) => rt,
+        .context("cannot start the runtime")
+        .and_then(|runtime| match check {
+            Some(output) => runtime.block_on(async {
+                let report = hub_follower::check::run(&config).await;
+                print!("{}", hub_follower::check::render(&report, output));
+                Ok(report.usable)
+            }),
+            None => runtime.block_on(sidecar(config)).map(|()| true),
+        });
+    match outcome {
+        Ok(true) => ExitCode::SUCCESS,
+        // `check` found no hub that answered.
+        Ok(false) => ExitCode::FAILURE,
         Err(e) => {
-            eprintln!("hub-follower: cannot start the runtime: {e}");
-            return ExitCode::FAILURE;
+            tracing::error!(error = format!("{e:#}"), "hub-follower stopped");
+            ExitCode::FAILURE
         }
+    }
+}
+
+/// Runs until SIGTERM or SIGINT.
+async fn sidecar(config: Config) -> anyhow::Result<()> {
+    let (tx, rx) = watch::channel(false);
+    tokio::spawn(async move {
+        wait_for_signal().await;
+        tracing::info!("shutting down");
+        let _ = tx.send(true);
+    });
+    hub_follower::run(config, rx).await?;
+    Ok(())
+}
+
+fn install(dest: &Path) -> ExitCode {
+    match hub_follower::exec::install(dest) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!(
+                "hub-follower install: cannot install into {}: {e}",
+                dest.display()
+            );
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn exec(handoff_dir: &Path, wait: &str, kubeconfig: bool, command: &[OsString]) -> ExitCode {
+    let wait = match hub_follower::config::exec_wait(wait) {
+        Ok(w) => w,
+        Err(e) => return usage_error(&e.to_string()),
     };
-    match cli.command {
-        Some(Command::Check { output }) => runtime.block_on(async {
-            let report = hub_follower::check::run(&config).await;
-            print!("{}", hub_follower::check::render(&report, output));
-            if report.usable {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::FAILURE
-            }
-        }),
-        Some(Command::Exec { .. } | Command::Install { .. }) => ExitCode::FAILURE,
-        None => runtime.block_on(async {
-            let (tx, rx) = watch::channel(false);
-            tokio::spawn(async move {
-                wait_for_signal().await;
-                tracing::info!("shutting down");
-                let _ = tx.send(true);
-            });
-            match hub_follower::run(config, rx).await {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(e) => {
-                    tracing::error!(error = %e, "hub-follower stopped");
-                    ExitCode::FAILURE
-                }
-            }
-        }),
+    let err = hub_follower::exec::exec(handoff_dir, wait, kubeconfig, command);
+    eprintln!("hub-follower exec: {err}");
+    match err {
+        hub_follower::exec::ExecError::Exec { .. } => ExitCode::from(127),
+        hub_follower::exec::ExecError::NoCommand => ExitCode::from(2),
+        hub_follower::exec::ExecError::NothingPublished { .. } => ExitCode::FAILURE,
     }
 }
 

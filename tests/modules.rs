@@ -40,7 +40,10 @@ fn load() -> Vec<File> {
                 .components()
                 .map(|c| c.as_os_str().to_string_lossy().into_owned())
                 .collect();
-            if matches!(parts.last().map(String::as_str), Some("mod" | "lib" | "main")) {
+            if matches!(
+                parts.last().map(String::as_str),
+                Some("mod" | "lib" | "main")
+            ) {
                 parts.pop();
             }
             let text = std::fs::read_to_string(&path).unwrap();
@@ -61,7 +64,11 @@ fn private_children(files: &[File]) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
     for f in files {
         for line in f.code.lines() {
-            if let Some(name) = line.trim().strip_prefix("mod ").and_then(|r| r.strip_suffix(';')) {
+            if let Some(name) = line
+                .trim()
+                .strip_prefix("mod ")
+                .and_then(|r| r.strip_suffix(';'))
+            {
                 out.insert(join(&f.module, name));
             }
         }
@@ -78,7 +85,9 @@ fn join(parent: &str, child: &str) -> String {
 }
 
 fn parent(module: &str) -> String {
-    module.rsplit_once("::").map_or(String::new(), |(p, _)| p.to_string())
+    module
+        .rsplit_once("::")
+        .map_or(String::new(), |(p, _)| p.to_string())
 }
 
 /// The module a file's code counts for.
@@ -93,7 +102,10 @@ fn node(module: &str, private: &BTreeSet<String>) -> String {
 /// Each `crate::a::b` or `super::a` path in `code`, as a module path (the longest known).
 fn imports(file: &File, known: &BTreeSet<String>) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
-    for (prefix, base) in [("crate::", String::new()), ("super::", parent(&file.module))] {
+    for (prefix, base) in [
+        ("crate::", String::new()),
+        ("super::", parent(&file.module)),
+    ] {
         for (i, _) in file.code.match_indices(prefix) {
             let before = file.code[..i].chars().last();
             if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':') {
@@ -160,7 +172,9 @@ fn no_two_modules_import_each_other() {
             }
         }
     }
-    assert!(graph.contains_key("restart::machine") && graph["restart"].contains("restart::machine"));
+    assert!(
+        graph.contains_key("restart::machine") && graph["restart"].contains("restart::machine")
+    );
     // Depth-first search for a path back to where it started.
     fn cycle(
         graph: &BTreeMap<String, BTreeSet<String>>,

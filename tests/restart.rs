@@ -468,16 +468,12 @@ fn exec_with_nothing_published_exits_1_after_wait() {
 fn exec_exports_the_decision_and_becomes_the_command() {
     let dir = tempfile::tempdir().unwrap();
     let handoff = hub_follower::handoff::Handoff {
-        hub: hub_follower::verdict::HubId::Secondary,
         endpoint: "https://10.1.80.12:6443".into(),
-        token_file: "/t/token".into(),
-        ca_file: "/t/ca.crt".into(),
-        tls_server_name: None,
-        identity: None,
-        generation: 9,
-        decided_at: "2026-12-02T10:00:00Z".into(),
-        reason: hub_follower::resolver::Reason::Switch,
-        namespace: None,
+        ..support::builders::handoff(
+            hub_follower::verdict::HubId::Secondary,
+            9,
+            hub_follower::resolver::Reason::Switch,
+        )
     };
     hub_follower::handoff::publish(dir.path(), &handoff).unwrap();
     let out = Command::new(support::binary())

@@ -19,7 +19,9 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use hub_follower::config::{Cli, RestartConfig, RestartMode};
+mod support;
+
+use hub_follower::config::{RestartConfig, RestartMode};
 use hub_follower::resolver::Reason;
 use hub_follower::restart::machine::{Ack, Action, Decision, Event, Machine};
 use hub_follower::restart::process::ProcessId;
@@ -174,15 +176,12 @@ const PROBE_THRESHOLD: u32 = 3;
 impl World {
     fn new(seed: u64, rule: Option<Break>) -> Self {
         let mut rng = fastrand::Rng::with_seed(seed);
-        let mut config = RestartConfig::from_settings(
-            &<Cli as clap::Parser>::parse_from(["hub-follower"]).settings,
-        )
-        .unwrap();
-        config.mode = [
+        let mode = [
             RestartMode::Signal,
             RestartMode::Liveness,
             RestartMode::None,
-        ][rng.usize(0..3)];
+        ];
+        let mut config = support::builders::restart_config(mode[rng.usize(0..3)]);
         config.jitter = secs([0.0, 0.5, 5.0][rng.usize(0..3)]);
         config.cooldown = secs([0.0, 10.0, 60.0][rng.usize(0..3)]);
         config.kill_after = secs([1.0, 30.0][rng.usize(0..2)]);

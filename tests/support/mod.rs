@@ -1,6 +1,7 @@
 //! Shared test fixtures: two fake hubs with their credentials, and the real sidecar binary.
 #![allow(dead_code)]
 
+pub mod builders;
 pub mod fake_hub;
 pub mod worker;
 
