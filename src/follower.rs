@@ -9,6 +9,7 @@ use tokio::sync::{watch, Notify};
 use tokio::time::Instant;
 
 use crate::config::Config;
+use crate::events::{Fact, Sink};
 use crate::handoff::{self, Handoff};
 use crate::hub::{probe_all, HubClient, Probe};
 use crate::metrics::Metrics;
@@ -32,6 +33,8 @@ pub struct Follower {
     /// Per hub, the last error reason (None: it answered). Probe errors are logged on change only.
     last_error: HashMap<HubId, Option<ErrorReason>>,
     rejecting: HashMap<HubId, bool>,
+    /// Where Events go.
+    events: Sink,
     /// Set by the watches when a hub's claim changes: look now rather than at the next tick.
     trigger: Arc<Notify>,
 }
@@ -58,8 +61,15 @@ impl Follower {
             unpublished: None,
             last_error: HashMap::new(),
             rejecting: HashMap::new(),
+            events: Sink::default(),
             trigger: Arc::new(Notify::new()),
         }
+    }
+
+    /// Records Events through `events`.
+    pub fn with_events(mut self, events: Sink) -> Self {
+        self.events = events;
+        self
     }
 
     /// Follows the follower's view.
@@ -224,6 +234,17 @@ impl Follower {
         self.publish_pending();
 
         let pending = self.resolver.pending().cloned();
+        if let Some(p) = pending
+            .as_ref()
+            .filter(|p| self.view.borrow().pending.as_ref() != Some(*p))
+        {
+            self.events.send(Fact::SwitchPending {
+                candidate: p.candidate.hub,
+                identity: p.candidate.identity.clone(),
+                count: p.count,
+                required: self.resolver.confirmations(),
+            });
+        }
         self.metrics
             .pending_confirmations
             .set(pending.as_ref().map_or(0, |p| i64::from(p.count)));
@@ -266,6 +287,14 @@ impl Follower {
                 self.next_generation += 1;
                 if decision.reason == Reason::Switch {
                     self.metrics.switches.inc();
+                    self.events.send(Fact::Switched {
+                        from: self.view.borrow().published.as_ref().map(|h| h.hub),
+                        to: handoff.hub,
+                        endpoint: handoff.endpoint.clone(),
+                        identity: handoff.identity.clone(),
+                        generation: handoff.generation,
+                        confirmations: self.resolver.confirmations(),
+                    });
                 }
                 let ids: Vec<HubId> = self.config.hubs.iter().map(|h| h.id).collect();
                 self.metrics.set_active(decision.hub, &ids);

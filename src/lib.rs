@@ -9,6 +9,7 @@ pub mod check;
 pub mod claim;
 pub mod claim_watch;
 pub mod config;
+pub mod events;
 pub mod exec;
 pub mod follower;
 pub mod handoff;
@@ -66,13 +67,16 @@ pub async fn run(config: Config, shutdown: watch::Receiver<bool>) -> Result<(), 
         handoff_dir = %config.handoff_dir.display(),
         "hub-follower starting"
     );
+    let events = events::record::start(&config.events, &metrics);
     let view = FollowerView::new(mode, config.confirmations, stale_after);
-    let follower = follower::Follower::new(config.clone(), metrics.clone(), view);
+    let follower =
+        follower::Follower::new(config.clone(), metrics.clone(), view).with_events(events.clone());
     let restarter = restart::Restarter::new(
         config.restart.clone(),
         config.handoff_dir.clone(),
         metrics.clone(),
-    );
+    )
+    .with_events(events);
     let mut handlers = http::Handlers {
         follower: follower.subscribe(),
         restart: restarter.subscribe(),

@@ -68,6 +68,7 @@ pub struct Metrics {
     pub watch_events: IntCounterVec,
     pub watch_restarts: IntCounterVec,
     pub watch_up: IntGaugeVec,
+    pub events_failed: IntCounter,
 }
 
 impl Metrics {
@@ -156,6 +157,10 @@ impl Metrics {
             ),
             &["hub"],
         )?;
+        let events_failed = IntCounter::new(
+            "kubeslice_worker_hub_events_failed_total",
+            "Kubernetes Events that could not be recorded on the worker's Pod (refused, timed out, or dropped for a full queue).",
+        )?;
         let build_info = IntGaugeVec::new(
             Opts::new("hub_follower_build_info", "The running hub-follower build."),
             &["version"],
@@ -177,6 +182,7 @@ impl Metrics {
         registry.register(Box::new(watch_events.clone()))?;
         registry.register(Box::new(watch_restarts.clone()))?;
         registry.register(Box::new(watch_up.clone()))?;
+        registry.register(Box::new(events_failed.clone()))?;
         registry.register(Box::new(build_info))?;
         for outcome in Outcome::ALL {
             worker_restarts.with_label_values(&[restart_mode, outcome.as_str()]);
@@ -210,6 +216,7 @@ impl Metrics {
             watch_events,
             watch_restarts,
             watch_up,
+            events_failed,
         })
     }
 

@@ -148,6 +148,25 @@ pub struct Settings {
         default_value = "0.0.0.0:8095"
     )]
     pub listen: String,
+    /// Record Kubernetes Events on the worker's Pod (needs in-cluster credentials and
+    /// POD_NAME/POD_NAMESPACE).
+    #[arg(
+        long,
+        env = "HUB_EVENTS",
+        global = true,
+        default_value = "true",
+        value_name = "BOOL"
+    )]
+    pub events: String,
+    /// The Pod the Events are about (the chart sets it from the downward API).
+    #[arg(long, env = "POD_NAME", global = true)]
+    pub pod_name: Option<String>,
+    /// The Pod's namespace (the chart sets it from the downward API).
+    #[arg(long, env = "POD_NAMESPACE", global = true)]
+    pub pod_namespace: Option<String>,
+    /// The Pod's UID, so that `kubectl describe pod` finds the Events (downward API).
+    #[arg(long, env = "POD_UID", global = true)]
+    pub pod_uid: Option<String>,
     /// Log format: json (for collectors) or text (for people).
     #[arg(
         long,

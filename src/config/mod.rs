@@ -49,6 +49,16 @@ pub struct Config {
     pub listen: SocketAddr,
     pub log_format: LogFormat,
     pub restart: RestartConfig,
+    pub events: EventsConfig,
+}
+
+/// Recording Events on the worker's Pod.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventsConfig {
+    pub enabled: bool,
+    pub pod_name: Option<String>,
+    pub pod_namespace: Option<String>,
+    pub pod_uid: Option<String>,
 }
 
 /// The deadline of a read when `--probe-timeout` is not set, or half the poll interval when
@@ -153,6 +163,12 @@ impl Config {
             listen: parse::<Listen>("listen", &s.listen)?.0,
             log_format: parse("log_format", &s.log_format)?,
             restart: RestartConfig::from_settings(s)?,
+            events: EventsConfig {
+                enabled: parse::<Toggle>("events", &s.events)?.0,
+                pod_name: optional(&s.pod_name),
+                pod_namespace: optional(&s.pod_namespace),
+                pod_uid: optional(&s.pod_uid),
+            },
         })
     }
 
@@ -204,6 +220,14 @@ fn hub(
         ca_file: ca_file.to_path_buf(),
         tls_server_name,
     })
+}
+
+fn optional(value: &Option<String>) -> Option<String> {
+    value
+        .as_deref()
+        .map(str::trim)
+        .filter(|v| !v.is_empty())
+        .map(str::to_string)
 }
 
 fn required<'a>(id: &str, value: &'a Option<String>) -> Result<&'a str, ConfigError> {

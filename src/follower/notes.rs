@@ -3,6 +3,7 @@
 use jiff::Timestamp;
 
 use super::Follower;
+use crate::events::Fact;
 use crate::hub::Probe;
 use crate::verdict::{HubId, Verdict};
 
@@ -28,6 +29,10 @@ impl Follower {
                     claimed = named.as_deref().unwrap_or("?"),
                     "ignoring a claim that names an endpoint that is not configured"
                 );
+                self.events.send(Fact::ClaimRejected {
+                    hub: hub.id,
+                    claimed: named.unwrap_or_else(|| "?".into()),
+                });
             }
         }
     }
@@ -56,6 +61,12 @@ impl Follower {
                 } else {
                     tracing::info!(hub, reason = %e.reason, detail = %e.detail, "hub has no say");
                 }
+                if !matches!(previous, Some(Some(_))) {
+                    self.events.send(Fact::Unreachable {
+                        hub: probe.hub,
+                        reason: e.reason,
+                    });
+                }
                 self.last_error.insert(probe.hub, Some(e.reason));
             }
             answered => {
@@ -65,6 +76,10 @@ impl Follower {
                     .set(now.as_millisecond() as f64 / 1000.0);
                 if let Some(Some(reason)) = previous {
                     tracing::info!(hub, was = %reason, "hub answers again");
+                    self.events.send(Fact::Recovered {
+                        hub: probe.hub,
+                        was: reason,
+                    });
                 }
                 if matches!(answered, Verdict::NoClaim) {
                     tracing::debug!(hub, "hub answered without a claim");

@@ -21,6 +21,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use crate::config::{RestartConfig, RestartMode};
+use crate::events::{Fact, Sink};
 use crate::handoff::{self, Handoff};
 use crate::metrics::Metrics;
 pub use crate::metrics::Outcome;
@@ -80,6 +81,7 @@ pub struct Restarter {
     handoff_dir: PathBuf,
     metrics: Metrics,
     view: watch::Sender<RestartView>,
+    events: Sink,
     /// Maps the machine's instants onto wall-clock time for `/status`.
     started: (Instant, jiff::Timestamp),
 }
@@ -92,8 +94,15 @@ impl Restarter {
             config,
             handoff_dir,
             metrics,
+            events: Sink::default(),
             started: (Instant::now(), jiff::Timestamp::now()),
         }
+    }
+
+    /// Records Events through `events`.
+    pub fn with_events(mut self, events: Sink) -> Self {
+        self.events = events;
+        self
     }
 
     /// Follows the restart side's view.
@@ -186,11 +195,18 @@ impl Restarter {
                 }
             }
             Action::Gate(gate) => self.view.send_modify(|v| set_gate(v, gate)),
-            Action::Record(outcome) => self
-                .metrics
-                .worker_restarts
-                .with_label_values(&[self.config.mode.as_str(), outcome.as_str()])
-                .inc(),
+            Action::Record(outcome) => {
+                self.metrics
+                    .worker_restarts
+                    .with_label_values(&[self.config.mode.as_str(), outcome.as_str()])
+                    .inc();
+                self.events.send(Fact::Restart {
+                    outcome,
+                    mode: self.config.mode.as_str(),
+                    signal: self.config.signal.name,
+                    generation: self.machine.view().target_generation,
+                });
+            }
         }
         None
     }

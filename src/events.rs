@@ -1,0 +1,328 @@
+//! Kubernetes Events on the worker's own Pod: what happened, in the words `kubectl describe
+//! pod` shows. This module is pure: the follower and the restart side hand it facts
+//! ([`Fact`]), it turns them into Events and decides which to write ([`Limiter`]). The
+//! recording itself (in-cluster client, kube's recorder) is in `events::record`.
+//!
+//! Rules:
+//! - Facts are sent without waiting: a full queue drops the fact and counts it as failed.
+//!   Recording never delays following.
+//! - Per reason and hub, at most [`BURST`] Events, then one per [`REFILL`]; what is held back
+//!   is counted and named in the next Event of that kind. A flapping hub writes a handful.
+//! - No Event carries a secret: only hubs, endpoints as configured, identities, generations,
+//!   reasons and counts.
+
+pub mod record;
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+use crate::metrics::Outcome;
+use crate::verdict::{ErrorReason, HubId};
+
+/// Events of one kind written at once before the limit applies.
+pub const BURST: u32 = 2;
+/// After the burst, one more Event of a kind per this long.
+pub const REFILL: Duration = Duration::from_secs(300);
+
+/// Something worth an Event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fact {
+    SwitchPending {
+        candidate: HubId,
+        identity: Option<String>,
+        count: u32,
+        required: u32,
+    },
+    Switched {
+        from: Option<HubId>,
+        to: HubId,
+        endpoint: String,
+        identity: Option<String>,
+        generation: u64,
+        confirmations: u32,
+    },
+    /// A restart action and how it went: `mode` is the restart mode, `signal` the signal name.
+    Restart {
+        outcome: Outcome,
+        mode: &'static str,
+        signal: &'static str,
+        generation: Option<u64>,
+    },
+    Unreachable {
+        hub: HubId,
+        reason: ErrorReason,
+    },
+    Recovered {
+        hub: HubId,
+        was: ErrorReason,
+    },
+    ClaimRejected {
+        hub: HubId,
+        claimed: String,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Normal,
+    Warning,
+}
+
+/// An Event as it is recorded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Note {
+    pub kind: Kind,
+    pub reason: &'static str,
+    /// The `action` field: what hub-follower was doing.
+    pub action: &'static str,
+    pub message: String,
+}
+
+impl Fact {
+    /// The kind key the limiter counts by: the reason, and the hub it is about.
+    fn key(&self) -> (&'static str, Option<HubId>) {
+        let note = self.note();
+        let hub = match self {
+            Fact::SwitchPending { candidate, .. } => Some(*candidate),
+            Fact::Switched { to, .. } => Some(*to),
+            Fact::Unreachable { hub, .. }
+            | Fact::Recovered { hub, .. }
+            | Fact::ClaimRejected { hub, .. } => Some(*hub),
+            Fact::Restart { .. } => None,
+        };
+        (note.reason, hub)
+    }
+
+    pub fn note(&self) -> Note {
+        use Kind::{Normal, Warning};
+        let id = |i: &Option<String>| i.as_deref().map_or(String::new(), |i| format!(" ({i})"));
+        let (kind, reason, action, message) = match self {
+            Fact::SwitchPending { candidate, identity, count, required } => (
+                Normal, "HubSwitchPending", "Confirm",
+                format!("a switch to the {candidate} hub{} is pending: {count} of {required} confirming reads", id(identity)),
+            ),
+            Fact::Switched { from, to, endpoint, identity, generation, confirmations } => (
+                Normal, "HubSwitched", "Switch",
+                format!("switched from the {} hub to the {to} hub at {endpoint}{}, generation {generation}, after {confirmations} confirming reads",
+                    from.map_or("previous".to_string(), |h| h.to_string()), id(identity)),
+            ),
+            Fact::Restart { outcome, mode, signal, generation } => {
+                let g = generation.map_or(String::new(), |g| format!(" (generation {g})"));
+                match outcome {
+                    Outcome::Signalled => (Normal, "WorkerRestarting", "Restart", format!("restart mode {mode}: sent {signal} to the worker to move it onto the new hub{g}")),
+                    Outcome::Killed => (Warning, "WorkerRestarting", "Restart", format!("restart mode {mode}: the worker ignored {signal}; sent SIGKILL{g}")),
+                    Outcome::GateFailed => (Normal, "WorkerRestarting", "Restart", format!("restart mode {mode}: /worker/livez fails so that kubelet restarts the worker onto the new hub{g}")),
+                    Outcome::Observed => (Normal, "WorkerRestarting", "Restart", format!("restart mode {mode} (observe only): the worker would be restarted now; nothing is done{g}")),
+                    Outcome::NotFound => (Warning, "WorkerRestarting", "Restart", format!("restart mode {mode}: no worker process found to signal; /worker/livez fails as a safety net{g}")),
+                    Outcome::PermissionDenied => (Warning, "WorkerRestarting", "Restart", format!("restart mode {mode}: not permitted to signal the worker; /worker/livez fails as a safety net{g}")),
+                    Outcome::Verified => (Normal, "WorkerRestarted", "Restart", format!("the worker restarted onto the new hub{g}")),
+                    Outcome::GateCleared => (Normal, "WorkerRestarted", "Restart", format!("the worker restarted onto the new hub and acknowledged it{g}")),
+                    Outcome::Unverified => (Warning, "WorkerRestartUnverified", "Restart", format!("restart mode {mode}: could not verify that the worker restarted onto the new hub{g}")),
+                }
+            }
+            Fact::Unreachable { hub, reason } => (
+                Warning, "HubUnreachable", "Probe",
+                format!("the {hub} hub has no say: {reason}"),
+            ),
+            Fact::Recovered { hub, was } => (
+                Normal, "HubRecovered", "Probe",
+                format!("the {hub} hub answers again (was {was})"),
+            ),
+            Fact::ClaimRejected { hub, claimed } => (
+                Warning, "ClaimRejected", "Probe",
+                format!("the {hub} hub claims {claimed} is Active, which is not a configured hub; ignored"),
+            ),
+        };
+        Note {
+            kind,
+            reason,
+            action,
+            message,
+        }
+    }
+}
+
+/// Where the follower and the restart side send facts. Never blocks; a no-op when Events are
+/// off.
+#[derive(Debug, Clone, Default)]
+pub struct Sink(Option<(mpsc::Sender<Fact>, prometheus::IntCounter)>);
+
+impl Sink {
+    /// `failed` counts facts dropped for a full queue.
+    pub fn new(tx: mpsc::Sender<Fact>, failed: prometheus::IntCounter) -> Self {
+        Self(Some((tx, failed)))
+    }
+
+    /// `false` when the fact was dropped (the queue is full or closed), and counted.
+    pub fn send(&self, fact: Fact) -> bool {
+        let Some((tx, failed)) = &self.0 else {
+            return true;
+        };
+        let sent = tx.try_send(fact).is_ok();
+        if !sent {
+            failed.inc();
+        }
+        sent
+    }
+}
+
+/// Per kind: at most [`BURST`] at once, then one per [`REFILL`].
+#[derive(Debug, Default)]
+pub struct Limiter {
+    kinds: HashMap<(&'static str, Option<HubId>), Bucket>,
+}
+
+#[derive(Debug)]
+struct Bucket {
+    tokens: u32,
+    refilled: Instant,
+    held_back: u32,
+}
+
+impl Limiter {
+    /// The Event to write for `fact` at `now`, or `None` when it is held back.
+    pub fn admit(&mut self, now: Instant, fact: &Fact) -> Option<Note> {
+        let b = self.kinds.entry(fact.key()).or_insert(Bucket {
+            tokens: BURST,
+            refilled: now,
+            held_back: 0,
+        });
+        let refills = now.saturating_duration_since(b.refilled).as_secs() / REFILL.as_secs();
+        if refills > 0 {
+            b.tokens = (b.tokens + refills as u32).min(BURST);
+            b.refilled += REFILL * refills as u32;
+        }
+        if b.tokens == 0 {
+            b.held_back += 1;
+            return None;
+        }
+        b.tokens -= 1;
+        let mut note = fact.note();
+        if b.held_back > 0 {
+            note.message += &format!(" ({} like it held back before this)", b.held_back);
+            b.held_back = 0;
+        }
+        Some(note)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use HubId::{Primary as P, Secondary as S};
+
+    fn down(hub: HubId) -> Fact {
+        Fact::Unreachable {
+            hub,
+            reason: ErrorReason::Timeout,
+        }
+    }
+
+    fn up(hub: HubId) -> Fact {
+        Fact::Recovered {
+            hub,
+            was: ErrorReason::Timeout,
+        }
+    }
+
+    #[test]
+    fn a_flapping_hub_writes_a_handful_and_says_what_it_held_back() {
+        let mut l = Limiter::default();
+        let t0 = Instant::now();
+        let mut written = Vec::new();
+        // 50 rounds 10 s apart, the hub down and up in turn.
+        for round in 0..50u64 {
+            let fact = if round % 2 == 0 { down(S) } else { up(S) };
+            if let Some(n) = l.admit(t0 + Duration::from_secs(10 * round), &fact) {
+                written.push(n);
+            }
+        }
+        assert!(written.len() <= 6, "{} writes: {written:?}", written.len());
+        assert!(written.len() >= 4);
+        assert!(written.iter().any(|n| n.message.contains("held back")));
+        // Another hub, and another reason, have their own budget.
+        assert!(l.admit(t0 + Duration::from_secs(500), &down(P)).is_some());
+        let c = Fact::ClaimRejected {
+            hub: S,
+            claimed: "https://203.0.113.9:6443".into(),
+        };
+        assert!(l.admit(t0 + Duration::from_secs(500), &c).is_some());
+    }
+
+    #[test]
+    fn a_quiet_kind_gets_its_burst_back() {
+        let mut l = Limiter::default();
+        let t0 = Instant::now();
+        for s in 0..BURST {
+            assert!(l
+                .admit(t0 + Duration::from_secs(s.into()), &down(S))
+                .is_some());
+        }
+        assert!(l.admit(t0 + Duration::from_secs(5), &down(S)).is_none());
+        let later = t0 + REFILL * BURST + Duration::from_secs(1);
+        for _ in 0..BURST {
+            assert!(l.admit(later, &down(S)).is_some());
+        }
+    }
+
+    #[test]
+    fn notes_carry_the_facts_and_their_kind() {
+        let n = Fact::Switched {
+            from: Some(P),
+            to: S,
+            endpoint: "https://10.1.80.12:6443".into(),
+            identity: Some("ctrl-b".into()),
+            generation: 4,
+            confirmations: 3,
+        }
+        .note();
+        assert_eq!((n.kind, n.reason), (Kind::Normal, "HubSwitched"));
+        for part in [
+            "primary",
+            "secondary",
+            "https://10.1.80.12:6443",
+            "ctrl-b",
+            "generation 4",
+            "3 confirming",
+        ] {
+            assert!(n.message.contains(part), "{part}: {}", n.message);
+        }
+        let restart = |outcome| Fact::Restart {
+            outcome,
+            mode: "signal",
+            signal: "SIGTERM",
+            generation: Some(4),
+        };
+        let n = restart(Outcome::Signalled).note();
+        assert_eq!(n.reason, "WorkerRestarting");
+        assert!(n.message.contains("SIGTERM") && n.message.contains("signal"));
+        assert_eq!(restart(Outcome::Verified).note().reason, "WorkerRestarted");
+        let n = restart(Outcome::Unverified).note();
+        assert_eq!(
+            (n.kind, n.reason),
+            (Kind::Warning, "WorkerRestartUnverified")
+        );
+        let n = down(S).note();
+        assert_eq!((n.kind, n.reason), (Kind::Warning, "HubUnreachable"));
+        assert!(n.message.contains("timeout"));
+        // Every reason fits the API's limits.
+        for o in Outcome::ALL {
+            let n = restart(o).note();
+            assert!(n.reason.len() <= 128 && n.message.len() <= 1024);
+        }
+    }
+
+    #[test]
+    fn a_sink_never_blocks_and_reports_a_full_queue() {
+        let (tx, _rx) = mpsc::channel(1);
+        let failed = prometheus::IntCounter::new("f", "f").unwrap();
+        let sink = Sink::new(tx, failed.clone());
+        assert!(sink.send(down(S)));
+        assert!(!sink.send(down(S)), "the queue holds one");
+        assert_eq!(failed.get(), 1);
+        assert!(Sink::default().send(down(S)), "off: nothing to drop");
+    }
+}
