@@ -11,7 +11,9 @@
 //! - No Event carries a secret: only hubs, endpoints as configured, identities, generations,
 //!   reasons and counts.
 
-pub mod record;
+mod record;
+
+pub use record::start;
 
 use std::collections::HashMap;
 use std::time::Duration;

@@ -67,7 +67,7 @@ pub async fn run(config: Config, shutdown: watch::Receiver<bool>) -> Result<(), 
         handoff_dir = %config.handoff_dir.display(),
         "hub-follower starting"
     );
-    let events = events::record::start(&config.events, &metrics);
+    let events = events::start(&config.events, &metrics);
     let view = FollowerView::new(mode, config.confirmations, stale_after);
     let follower =
         follower::Follower::new(config.clone(), metrics.clone(), view).with_events(events.clone());

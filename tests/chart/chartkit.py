@@ -13,6 +13,7 @@ test that renders also checks that no key is written twice.
 from __future__ import annotations
 
 import copy
+import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +23,7 @@ import json
 
 import helm_python as helm
 import kubernetes_validate
+import promql_parser
 import yaml
 from helm_python import _native
 
@@ -30,6 +32,8 @@ CHARTS = REPO / "charts"
 LIBRARY = CHARTS / "hub-follower"
 EXAMPLE = CHARTS / "hub-follower-example"
 DOCS = REPO / "docs" / "helm.md"
+# The Grafana dashboard the library renders into a ConfigMap (dashboard.enabled).
+DASHBOARD = LIBRARY / "files" / "dashboard.json"
 README = REPO / "README.md"
 # A parent chart shaped like kubeslice-worker (charts/kubeslice-worker, 1.3.1).
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "kubeslice-worker"
@@ -246,3 +250,98 @@ def validate_k8s(doc: dict[str, Any], version: str = CURRENT_K8S) -> None:
     """Validate one manifest against the Kubernetes OpenAPI schema (strict: unknown
     fields fail too)."""
     kubernetes_validate.validate(doc, version, strict=True)
+
+
+# The metric names the chart's alerts and dashboard may use (histogram series carry
+# their suffixes). That the release binary really exports each name the chart uses is
+# checked against its /metrics in tests/image/test_image.py.
+METRICS = {
+    "kubeslice_worker_hub_switches_total",
+    "kubeslice_worker_hub_probe_errors_total",
+    "kubeslice_worker_hub_probe_duration_seconds_bucket",
+    "kubeslice_worker_hub_probe_duration_seconds_sum",
+    "kubeslice_worker_hub_probe_duration_seconds_count",
+    "kubeslice_worker_hub_active",
+    "kubeslice_worker_hub_claims_rejected_total",
+    "kubeslice_worker_hub_switch_pending_confirmations",
+    "kubeslice_worker_hub_last_probe_success_timestamp_seconds",
+    "kubeslice_worker_hub_handoff_write_errors_total",
+    "kubeslice_worker_hub_worker_restarts_total",
+    "kubeslice_worker_hub_worker_on_current_decision",
+    "kubeslice_worker_hub_watch_events_total",
+    "kubeslice_worker_hub_watch_restarts_total",
+    "kubeslice_worker_hub_watch_up",
+    "kubeslice_worker_hub_events_failed_total",
+    "hub_follower_build_info",
+}
+
+
+def selectors(expr: str) -> list[tuple[str, dict[str, tuple[str, str]]]]:
+    """Parse a PromQL expression (raises ValueError when it is not valid PromQL) and
+    return its vector selectors as (metric, {label: (op, value)})."""
+    found = []
+
+    def visit(node):
+        if isinstance(node, promql_parser.VectorSelector):
+            matchers = {m.name: (str(m.op).rpartition(".")[2], m.value) for m in node.matchers.matchers}
+            found.append((node.name, matchers))
+
+    promql_parser.walk(promql_parser.parse(expr), visit)
+    return found
+
+
+def metric_names(expr: str) -> set[str]:
+    """The metric names a PromQL expression selects."""
+    return {name for name, _ in selectors(expr)}
+
+
+# Grafana's interval variables, which are not PromQL until Grafana substitutes them.
+GRAFANA_INTERVALS = ("$__rate_interval", "$__interval", "$__range")
+
+
+def grafana_promql(expr: str) -> str:
+    """A dashboard query as Grafana sends it: interval variables become a duration.
+    Label variables ($pod) are left in place; they only occur inside quoted matcher
+    values, which PromQL takes as they are."""
+    for variable in GRAFANA_INTERVALS:
+        expr = expr.replace(variable, "5m")
+    return expr
+
+
+def dashboard_panels(dashboard: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every panel, including those inside collapsed rows."""
+    out = []
+    for panel in dashboard.get("panels") or []:
+        out.append(panel)
+        out.extend(panel.get("panels") or [])
+    return out
+
+
+def dashboard_targets(dashboard: dict[str, Any]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """(panel, target) for every query of every panel."""
+    return [(panel, target) for panel in dashboard_panels(dashboard) for target in panel.get("targets") or []]
+
+
+def dashboard_variable_selector(variable: dict[str, Any]) -> str:
+    """The series selector of a `label_values(<selector>, <label>)` query variable."""
+    query = variable["query"]
+    query = query["query"] if isinstance(query, dict) else query
+    match = re.fullmatch(r"label_values\((.+),\s*([A-Za-z_][A-Za-z0-9_]*)\)", query.strip())
+    assert match, f"variable {variable['name']}: {query!r} is not label_values(<selector>, <label>)"
+    return match.group(1)
+
+
+def dashboard_exprs(dashboard: dict[str, Any]) -> list[str]:
+    """Every PromQL expression the dashboard sends, as Grafana sends it: the panels'
+    queries and the query variables' selectors."""
+    exprs = [grafana_promql(target["expr"]) for _, target in dashboard_targets(dashboard)]
+    for variable in dashboard["templating"]["list"]:
+        if variable["type"] == "query":
+            exprs.append(dashboard_variable_selector(variable))
+    return exprs
+
+
+def rule_exprs(rendered: Rendered) -> dict[str, str]:
+    """The PrometheusRule's alert expressions by alert name."""
+    (rule,) = rendered.kind("PrometheusRule")
+    return {r["alert"]: r["expr"] for g in rule["spec"]["groups"] for r in g["rules"]}

@@ -65,6 +65,16 @@ SCHEMA_CASES = [
     ("handoff-relative", hf(handoff={"dir": "var/run/hf"}), "/handoff/dir", "pattern"),
     ("resources-shape", hf(resources={"request": {"cpu": "1"}}), "/resources", "'request' not allowed"),
     ("runbook-url", hf(metrics={"prometheusRule": {"runbookBaseURL": "docs/helm.md"}}), "/metrics/prometheusRule/runbookBaseURL", "pattern"),
+    ("events-enabled-string", hf(events={"enabled": "true"}), "/events/enabled", "want boolean"),
+    ("events-rbac-number", hf(events={"rbac": {"create": 1}}), "/events/rbac/create", "want boolean"),
+    ("events-rbac-unknown-key", hf(events={"rbac": {"enable": True}}), "/events/rbac", "'enable' not allowed"),
+    ("dashboard-enabled-string", hf(dashboard={"enabled": "true"}), "/dashboard/enabled", "want boolean"),
+    # `--set dashboard.labelValue=1` gives a number; --set-string gives the label value.
+    ("dashboard-label-value-number", hf(dashboard={"labelValue": 1}), "/dashboard/labelValue", "want string"),
+    ("dashboard-label-value-invalid", hf(dashboard={"labelValue": "yes please"}), "/dashboard/labelValue", "pattern"),
+    ("dashboard-label-invalid", hf(dashboard={"label": "grafana dashboard"}), "/dashboard/label", "pattern"),
+    ("dashboard-namespace-invalid", hf(dashboard={"namespace": "Monitoring"}), "/dashboard/namespace", "pattern"),
+    ("dashboard-annotation-number", hf(dashboard={"annotations": {"grafana_folder": 1}}), "/dashboard/annotations/grafana_folder", "want string"),
 ]
 
 
@@ -163,6 +173,7 @@ def test_durations_are_checked_even_when_schema_validation_is_skipped(tmp_path, 
         (hf(watch={"timeout": "300s"}), "hubFollower.watch.timeout", "between 1s and 295s"),
         # A string would reach HUB_WATCH as something the binary may not read as meant.
         (hf(watch={"enabled": "yes"}), "hubFollower.watch.enabled", "must be true or false"),
+        (hf(events={"enabled": "yes"}), "hubFollower.events.enabled", "must be true or false"),
     ],
 )
 def test_combinations_the_binary_refuses_fail_without_the_schema_too(tmp_path, values, field, reason):

@@ -69,7 +69,8 @@ def by_name(items) -> dict:
 
 def test_every_document_validates_at_that_kubernetes_version(combo):
     kube, *_, r, _ = combo
-    assert sorted(d["kind"] for d in r.docs) == ["ConfigMap", "Deployment", "Secret"]
+    # The parent's Deployment, ConfigMap and Secret, and the RBAC for Events (on by default).
+    assert sorted(d["kind"] for d in r.docs) == ["ConfigMap", "Deployment", "Role", "RoleBinding", "Secret"]
     for doc in r.docs:
         chartkit.validate_k8s(doc, kube)
 

@@ -11,25 +11,9 @@ import pytest
 
 import chartkit
 
-# The metrics hub-follower exports (histogram series carry their suffixes).
-METRICS = {
-    "kubeslice_worker_hub_switches_total",
-    "kubeslice_worker_hub_probe_errors_total",
-    "kubeslice_worker_hub_probe_duration_seconds_bucket",
-    "kubeslice_worker_hub_probe_duration_seconds_sum",
-    "kubeslice_worker_hub_probe_duration_seconds_count",
-    "kubeslice_worker_hub_active",
-    "kubeslice_worker_hub_claims_rejected_total",
-    "kubeslice_worker_hub_switch_pending_confirmations",
-    "kubeslice_worker_hub_last_probe_success_timestamp_seconds",
-    "kubeslice_worker_hub_handoff_write_errors_total",
-    "kubeslice_worker_hub_worker_restarts_total",
-    "kubeslice_worker_hub_worker_on_current_decision",
-    "kubeslice_worker_hub_watch_events_total",
-    "kubeslice_worker_hub_watch_restarts_total",
-    "kubeslice_worker_hub_watch_up",
-    "hub_follower_build_info",
-}
+# The metric names the chart may use; tests/image checks them against the binary.
+METRICS = chartkit.METRICS
+selectors = chartkit.selectors
 RESTART_OUTCOMES = {
     "signalled", "killed", "verified", "unverified", "not_found",
     "permission_denied", "gate_failed", "gate_cleared", "observed",
@@ -130,7 +114,7 @@ def test_no_rule_in_single_hub_mode(chart):
     assert len(two.kind("PrometheusRule")) == 1
     one = chartkit.render(chart, chartkit.hf(metrics=asked, secondary={"endpoint": "", "secretName": ""}))
     assert one.kind("PrometheusRule") == []
-    assert [d["kind"] for d in one.docs] == ["Deployment"]
+    assert [d["kind"] for d in one.docs] == ["Deployment", "Role", "RoleBinding"]
     assert "No PrometheusRule is rendered" in one.notes
 
 
@@ -153,20 +137,6 @@ def test_the_five_alerts_are_there(rendered):
         assert alert["labels"]["severity"] in {"warning", "critical"}
         assert alert["labels"]["team"] == "platform"
         assert alert["annotations"]["summary"]
-
-
-def selectors(expr: str) -> list[tuple[str, dict[str, tuple[str, str]]]]:
-    """Parse a PromQL expression (raises ValueError when it is not valid PromQL) and
-    return its vector selectors as (metric, {label: (op, value)})."""
-    found = []
-
-    def visit(node):
-        if isinstance(node, promql_parser.VectorSelector):
-            matchers = {m.name: (str(m.op).rpartition(".")[2], m.value) for m in node.matchers.matchers}
-            found.append((node.name, matchers))
-
-    promql_parser.walk(promql_parser.parse(expr), visit)
-    return found
 
 
 def nodes(tree, kind) -> list:

@@ -30,7 +30,8 @@ def combo(request, chart):
 def test_every_manifest_is_valid_kubernetes(combo):
     *_, r = combo
     kinds = sorted(d["kind"] for d in r.docs)
-    assert kinds == ["Deployment"]
+    # The Role and RoleBinding for Events are on by default (events.rbac.create).
+    assert kinds == ["Deployment", "Role", "RoleBinding"]
     for doc in r.docs:
         chartkit.validate_k8s(doc)
 

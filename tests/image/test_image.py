@@ -1,10 +1,18 @@
 """The container image, checked without a Docker engine: the Dockerfile through the real
-parser, and the release binary (built by scripts/test with the image's profile) through ldd."""
+parser, and the release binary (built by scripts/test with the image's profile) through ldd
+and its own /metrics."""
 
+import json
 import os
 import re
+import signal
+import socket
 import subprocess
+import sys
+import time
 import tomllib
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import dockerfile
@@ -130,3 +138,135 @@ def test_the_release_binary_is_stripped_and_small():
     assert size < 15 * 1024 * 1024, f"{size} bytes"
     symbols = subprocess.run(["nm", str(BINARY)], capture_output=True, text=True)
     assert "no symbols" in symbols.stderr or symbols.stdout.strip() == ""
+
+
+HISTOGRAM_SUFFIXES = ("_bucket", "_sum", "_count")
+
+
+def chart_metric_names(workdir: Path) -> dict[str, set[str]]:
+    """The metric names the chart's PrometheusRule alerts and Grafana dashboard query, as
+    rendered by real Helm (tests/chart/chartkit.py): every alert (the watch on, two hubs)
+    and the dashboard's ConfigMap."""
+    sys.path.insert(0, str(ROOT / "tests" / "chart"))
+    import chartkit
+    import helm_python as helm
+
+    values = chartkit.hf(metrics={"prometheusRule": {"enabled": True}}, dashboard={"enabled": True}, watch={"enabled": True})
+    with helm.Chart.load(chartkit.prepare_charts(workdir)) as chart:
+        rendered = chartkit.render(chart, values)
+    alerts = chartkit.rule_exprs(rendered)
+    assert "HubFollowerWatchDown" in alerts, alerts
+    (cm,) = [d for d in rendered.kind("ConfigMap") if d["metadata"]["name"].endswith("-hub-follower-dashboard")]
+    dashboard = json.loads(cm["data"]["hub-follower.json"])
+    used = {"alerts": set(), "dashboard": set()}
+    for expr in alerts.values():
+        used["alerts"] |= chartkit.metric_names(expr)
+    for expr in chartkit.dashboard_exprs(dashboard):
+        used["dashboard"] |= chartkit.metric_names(expr)
+    assert used["alerts"] and used["dashboard"], used
+    return used
+
+
+def exposition_names(text: str) -> tuple[set[str], set[str]]:
+    """(sample names, names declared histogram) in a Prometheus text exposition."""
+    samples, histograms = set(), set()
+    for line in text.splitlines():
+        if line.startswith("# TYPE "):
+            _, _, name, kind = line.split(maxsplit=3)
+            if kind.strip() == "histogram":
+                histograms.add(name)
+        elif line.strip() and not line.startswith("#"):
+            samples.add(re.match(r"[A-Za-z_:][A-Za-z0-9_:]*", line).group(0))
+    return samples, histograms
+
+
+def exported(name: str, samples: set[str], histograms: set[str]) -> bool:
+    if name in samples:
+        return True
+    for suffix in HISTOGRAM_SUFFIXES:
+        if name.endswith(suffix) and name[: -len(suffix)] in histograms:
+            return True
+    return False
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def scrape(process: subprocess.Popen, url: str, log: Path, within: float) -> str:
+    deadline = time.monotonic() + within
+    last = None
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            pytest.fail(f"hub-follower exited with {process.returncode} before serving /metrics:\n{log.read_text()}")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as response:
+                if response.status == 200:
+                    return response.read().decode()
+                last = f"HTTP {response.status}"
+        except (urllib.error.URLError, OSError) as e:
+            last = e
+        time.sleep(0.1)
+    pytest.fail(f"no /metrics at {url} within {within}s (last: {last}):\n{log.read_text()}")
+
+
+def stop(process: subprocess.Popen) -> None:
+    """SIGTERM to that process by its PID, SIGKILL if it has not exited 5 s later."""
+    if process.poll() is not None:
+        return
+    os.kill(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait(timeout=5)
+
+
+@pytest.mark.skipif(
+    "HUB_FOLLOWER_RELEASE_BINARY" not in os.environ,
+    reason="HUB_FOLLOWER_RELEASE_BINARY is unset: scripts/test builds the release binary and sets it",
+)
+def test_the_binary_exports_every_metric_the_chart_queries(tmp_path):
+    """The alerts and the dashboard name only metrics the release binary serves on
+    /metrics: a renamed or missing metric would leave an alert that never fires or an
+    empty panel."""
+    assert BINARY.exists(), f"{BINARY} missing: scripts/test builds it as the Dockerfile does"
+    used = chart_metric_names(tmp_path / "charts")
+
+    # Two hubs nobody listens on: the binary starts, serves /metrics and keeps probing.
+    token, ca, handoff = tmp_path / "token", tmp_path / "ca.crt", tmp_path / "handoff"
+    token.write_text("not-a-real-token\n")
+    ca.write_text("not a certificate\n")
+    handoff.mkdir()
+    port = free_port()
+    args = [
+        str(BINARY),
+        "--hub-endpoint=https://127.0.0.1:1",
+        "--secondary-endpoint=https://127.0.0.1:2",
+        "--cluster-name=worker-1",
+        "--namespace=kubeslice-acme",
+        f"--handoff-dir={handoff}",
+        f"--listen=127.0.0.1:{port}",
+        "--events=false",
+        "--poll-interval=10s",
+        f"--hub-token-file={token}",
+        f"--hub-ca-file={ca}",
+        f"--secondary-token-file={token}",
+        f"--secondary-ca-file={ca}",
+    ]
+    log = tmp_path / "hub-follower.log"
+    # Only PATH from the environment: no HUB_* variable of the caller's reaches the binary.
+    with log.open("wb") as out:
+        process = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                                   env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")})
+    try:
+        text = scrape(process, f"http://127.0.0.1:{port}/metrics", log, within=10)
+    finally:
+        stop(process)
+    samples, histograms = exposition_names(text)
+    assert samples, text
+    for source, names in used.items():
+        missing = sorted(n for n in names if not exported(n, samples, histograms))
+        assert not missing, f"the {source} use metrics the binary does not export: {missing}\nexported: {sorted(samples)}"

@@ -32,6 +32,10 @@ class Follower:
     settings: dict[str, str] = field(default_factory=dict)
     port: int = field(default_factory=free_port)
     proc: Proc | None = None
+    # In-cluster credentials for Events: a folder with token, ca.crt and namespace, mounted
+    # where a pod has them, and the API server as KUBERNETES_SERVICE_HOST/PORT.
+    incluster: Path | None = None
+    service: tuple[str, int] | None = None
 
     def __post_init__(self) -> None:
         for side, hub, token in (("primary", self.primary, self.primary_token), ("secondary", self.secondary, self.secondary_token)):
@@ -67,7 +71,17 @@ class Follower:
         return env
 
     def start(self) -> "Follower":
-        self.proc = Proc("hub-follower", [str(binary())], self.root / "hub-follower.log", env=self.env()).start()
+        argv = [str(binary())]
+        env = self.env()
+        if self.service is not None:
+            env["KUBERNETES_SERVICE_HOST"], env["KUBERNETES_SERVICE_PORT"] = self.service[0], str(self.service[1])
+        if self.incluster is not None:
+            # A mount namespace of its own, with a tmpfs on /run (/var/run) holding the
+            # service account files where kube's in-cluster config reads them. Needs root.
+            script = ('mount -t tmpfs tmpfs /run && mkdir -p /run/secrets/kubernetes.io/serviceaccount'
+                      ' && cp "$1"/* /run/secrets/kubernetes.io/serviceaccount/ && exec "$2"')
+            argv = ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh", str(self.incluster), str(binary())]
+        self.proc = Proc("hub-follower", argv, self.root / "hub-follower.log", env=env).start()
         wait_for("hub-follower's /healthz", lambda: self._get("/healthz")[0] == 200, 20)
         return self
 

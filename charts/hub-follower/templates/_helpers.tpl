@@ -220,8 +220,10 @@ off); here they fail before a pod crash-loops. */ -}}
 {{- if gt $confirm $poll -}}
 {{- fail (printf "hubFollower.confirmInterval: %q must not be longer than hubFollower.pollInterval (%q)" $hf.confirmInterval $hf.pollInterval) -}}
 {{- end -}}
-{{- if not (kindIs "bool" $hf.watch.enabled) -}}
-{{- fail (printf "hubFollower.watch.enabled: %v must be true or false" $hf.watch.enabled) -}}
+{{- range $name, $value := dict "watch.enabled" $hf.watch.enabled "events.enabled" $hf.events.enabled -}}
+{{- if not (kindIs "bool" $value) -}}
+{{- fail (printf "hubFollower.%s: %v must be true or false" $name $value) -}}
+{{- end -}}
 {{- end -}}
 {{- $watchTimeout := include "hub-follower.durationMs" (list "watch.timeout" $hf.watch.timeout) | int64 -}}
 {{- if or (lt $watchTimeout 1000) (gt $watchTimeout 295000) -}}
@@ -399,6 +401,24 @@ permission_denied. */}}
   value: {{ $hf.restart.jitter | quote }}
 - name: HUB_RESTART_COOLDOWN
   value: {{ $hf.restart.cooldown | quote }}
+- name: HUB_EVENTS
+  value: {{ ternary "true" "false" $hf.events.enabled | quote }}
+{{- if $hf.events.enabled }}
+{{- /* The pod the Events are about, the namespace they are recorded in, and the
+pod's UID, by which `kubectl describe pod` finds them. */}}
+- name: POD_NAME
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.name
+- name: POD_NAMESPACE
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.namespace
+- name: POD_UID
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.uid
+{{- end }}
 {{- with $hf.extraEnv }}
 {{ toYaml . }}
 {{- end }}

@@ -122,3 +122,50 @@ spec:
             runbook_url: {{ printf "%s#hubfollowerswitchflapping" $base }}
 {{- end -}}
 {{- end -}}
+
+{{/*
+The Grafana dashboard's JSON, files/dashboard.json of this chart. A library template
+renders in the parent, whose .Files are the parent's own, so the file is read through
+the parent's .Subcharts (Helm 3.7 and later), under the dependency's alias.
+*/}}
+{{- define "hub-follower.dashboardJSON" -}}
+{{- $library := index (.Subcharts | default dict) "hubFollower" -}}
+{{- $json := "" -}}
+{{- if $library }}{{ $json = $library.Files.Get "files/dashboard.json" }}{{ end -}}
+{{- if not $json -}}
+{{- fail "hubFollower.dashboard.enabled: the dashboard (files/dashboard.json of the hub-follower chart) cannot be read; it needs Helm 3.7 or later (.Subcharts) and the dependency declared with `alias: hubFollower`" -}}
+{{- end -}}
+{{- trimSuffix "\n" $json -}}
+{{- end -}}
+
+{{/*
+A ConfigMap with the Grafana dashboard, as a complete document, when
+hubFollower.enabled and hubFollower.dashboard.enabled. It carries the label the
+Grafana sidecar finds dashboards by (dashboard.label: dashboard.labelValue;
+kube-prometheus-stack's defaults) and dashboard.annotations, e.g. grafana_folder.
+*/}}
+{{- define "hub-follower.dashboard" -}}
+{{- $d := .Values.hubFollower.dashboard -}}
+{{- if and (include "hub-follower.enabled" .) $d.enabled -}}
+{{- if has (toString $d.label) (list "app.kubernetes.io/name" "app.kubernetes.io/instance" "app.kubernetes.io/managed-by") -}}
+{{- fail (printf "hubFollower.dashboard.label: %q is one of the labels the chart sets itself; use the label your Grafana sidecar selects, e.g. grafana_dashboard" (toString $d.label)) -}}
+{{- end -}}
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ printf "%s-hub-follower-dashboard" .Release.Name | trunc 63 | trimSuffix "-" }}
+  namespace: {{ $d.namespace | default .Release.Namespace }}
+  labels:
+    app.kubernetes.io/name: hub-follower
+    app.kubernetes.io/instance: {{ .Release.Name }}
+    app.kubernetes.io/managed-by: {{ .Release.Service }}
+    {{ $d.label | quote }}: {{ $d.labelValue | toString | quote }}
+  {{- with $d.annotations }}
+  annotations:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+data:
+  hub-follower.json: |-
+    {{- include "hub-follower.dashboardJSON" . | nindent 4 }}
+{{- end -}}
+{{- end -}}

@@ -15,8 +15,10 @@ false it is returned as it is, byte for byte. Otherwise every document is parsed
 container (hubFollower.worker.container, default `manager`) is patched as data and
 written back with toYaml; every other document is returned as it was. After them come
 the documents hub-follower renders itself: the secondary hub's Secret
-(secondary.controllerSecret), the PodMonitor (metrics.podMonitor.enabled) and the
-PrometheusRule (metrics.prometheusRule.enabled).
+(secondary.controllerSecret), the Role and RoleBinding for Events (events.enabled and
+events.rbac.create), the PodMonitor (metrics.podMonitor.enabled), the PrometheusRule
+(metrics.prometheusRule.enabled) and the Grafana dashboard's ConfigMap
+(dashboard.enabled).
 
 The patch adds the sidecar (a native sidecar in initContainers, or a regular
 container after the worker), the hub-follower-install init container (execWrapper),
@@ -224,8 +226,10 @@ configuration that selects the container port named hub-follower). */ -}}
 {{- $namespace := dig "metadata" "namespace" $root.Release.Namespace $dep -}}
 {{- $extra := list -}}
 {{- with include "hub-follower.secondarySecret" (dict "root" $root "namespace" $namespace) }}{{ $extra = append $extra . }}{{ end -}}
+{{- with include "hub-follower.eventsRBAC" (dict "root" $root "namespace" $namespace "deployment" $dep) }}{{ $extra = append $extra . }}{{ end -}}
 {{- with include "hub-follower.podMonitor" (dict "root" $root "namespace" $namespace "deployment" $dep) }}{{ $extra = append $extra . }}{{ end -}}
 {{- with include "hub-follower.prometheusRule" $root }}{{ $extra = append $extra . }}{{ end -}}
+{{- with include "hub-follower.dashboard" $root }}{{ $extra = append $extra . }}{{ end -}}
 {{- join "\n---\n" $extra -}}
 {{- end -}}
 
