@@ -99,11 +99,24 @@ class Pod:
         template = rendered.deployment["spec"]["template"]
         spec = copy.deepcopy(template["spec"])
         spec.update(nodeName=NODE_NAME, hostNetwork=True, dnsPolicy="Default")
+        # The chart's Role and RoleBinding for Events, and the way to this cluster's API server:
+        # without kube-proxy the `kubernetes` Service's cluster IP leads nowhere, so the
+        # sidecar gets the API server's address itself (an explicit env entry wins over
+        # kubelet's service variables).
+        self.rbac = rendered.kind("Role") + rendered.kind("RoleBinding")
+        for c in spec.get("initContainers", []) + spec["containers"]:
+            if c["name"] == "hub-follower":
+                c.setdefault("env", []).extend([
+                    {"name": "KUBERNETES_SERVICE_HOST", "value": "127.0.0.1"},
+                    {"name": "KUBERNETES_SERVICE_PORT", "value": str(node.cp.port)},
+                ])
         self.manifest = {"apiVersion": "v1", "kind": "Pod",
                          "metadata": {"name": name, "namespace": NS, **copy.deepcopy(template["metadata"])},
                          "spec": spec}
 
     def create(self) -> "Pod":
+        if self.rbac:
+            self.cp.apply(*self.rbac)
         self.cp.apply(self.manifest)
         return self
 
@@ -147,6 +160,12 @@ class Pod:
     def events(self, reason: str) -> list[dict[str, Any]]:
         items = self.cp.get("events", "-n", NS, "--field-selector", f"involvedObject.name={self.name}")["items"]
         return [e for e in items if e["reason"] == reason]
+
+    def recorded(self) -> list[dict[str, Any]]:
+        """The Events hub-follower recorded on this pod, oldest first."""
+        items = self.cp.get("events.v1.events.k8s.io", "-n", NS)["items"]
+        mine = [e for e in items if e.get("regarding", {}).get("name") == self.name and e.get("reportingController") == "hub-follower"]
+        return sorted(mine, key=lambda e: e.get("eventTime") or "")
 
     def sidecar_pid(self) -> int:
         """The sidecar's process, through containerd: the task of its container."""
@@ -230,6 +249,17 @@ def test_a_promotion_moves_the_worker_exactly_once_and_leaves_the_sidecar_alone(
         # kubelet restarted it once, without backing off.
         assert pod.events("BackOff") == []
     assert pod.restarts("hub-follower") == 0
+    # The story, on the pod, in order; `kubectl describe pod` shows it.
+    story = ["HubSwitchPending", "HubSwitched", "WorkerRestarting"] + ([] if mode == "none" else ["WorkerRestarted"])
+    reasons = wait_for("the Events on the pod", lambda: (r := [e["reason"] for e in pod.recorded()]) and all(x in r for x in story) and r, 30)
+    assert [r for r in reasons if r in story] == story, reasons
+    uid = pod.get()["metadata"]["uid"]
+    assert all(e["regarding"]["uid"] == uid for e in pod.recorded())
+    described = pod.describe()
+    assert "HubSwitched" in described, described
+    out = REPO / "target" / "k8s" / f"describe-{mode}-{'native' if native else 'classic'}.txt"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(described)
 
 
 @pytest.mark.parametrize("native", [True, False], ids=["native", "classic"])
