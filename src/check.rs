@@ -60,7 +60,7 @@ pub async fn run(config: &Config) -> Report {
         .filter_map(|p| {
             config.hub(p.hub).map(|h| HubReport {
                 hub: p.hub,
-                view: HubView::new(&h.raw_endpoint, p, now),
+                view: HubView::new(&h.raw_endpoint, p, now, None),
             })
         })
         .collect();
@@ -81,10 +81,11 @@ pub fn render(report: &Report, format: OutputFormat) -> String {
                 let v = &h.view;
                 let what = match (&v.claim, v.reason) {
                     (Some(c), _) => format!(
-                        "claim endpoint={} identity={} lastUpdated={}",
+                        "claim endpoint={} identity={} lastUpdated={}{}",
                         c.endpoint,
                         c.identity.as_deref().unwrap_or("-"),
-                        c.last_updated.as_deref().unwrap_or("-")
+                        c.last_updated.as_deref().unwrap_or("-"),
+                        c.epoch.map_or(String::new(), |e| format!(" epoch={e}"))
                     ),
                     (None, Some(r)) => format!("error {r}: {}", v.detail.as_deref().unwrap_or("")),
                     (None, None) => "no claim (answered; publishes nothing)".to_string(),

@@ -89,13 +89,15 @@ impl fmt::Display for Endpoint {
     }
 }
 
-/// One hub's declaration of who leads. `last_updated` is kept for the tie-break only; two claims
-/// that differ only in it name the same candidate.
+/// One hub's declaration of who leads. `epoch` and `last_updated` say how fresh it is (the
+/// resolver compares them); two claims that differ only in them name the same candidate.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Claim {
     pub endpoint: Endpoint,
     pub identity: Option<String>,
     pub last_updated: Option<Timestamp>,
+    /// Bumped by the controller on every promotion: a freshness that no clock can skew.
+    pub epoch: Option<u64>,
 }
 
 /// Why an answer from a hub could not be read as a claim. Every variant means "no say".
@@ -107,6 +109,8 @@ pub enum ClaimError {
     Endpoint(EndpointError),
     #[error("status.activeController.lastUpdated is not an RFC 3339 time: {0}")]
     Timestamp(String),
+    #[error("status.activeController.epoch must be a non-negative integer (got {0})")]
+    Epoch(String),
 }
 
 #[derive(Deserialize)]
@@ -129,6 +133,10 @@ struct ActiveControllerDoc {
     identity: Option<String>,
     #[serde(default, rename = "lastUpdated")]
     last_updated: Option<String>,
+    /// Read as any JSON value so that a wrong one is refused with its own reason, not as a
+    /// body that is not a Cluster.
+    #[serde(default)]
+    epoch: Option<serde_json::Value>,
 }
 
 /// Reads the claim out of a `Cluster` object's JSON. `Ok(None)` is "answered, published nothing".
@@ -151,11 +159,16 @@ pub fn parse_cluster(body: &[u8]) -> Result<Option<Claim>, ClaimError> {
             Some(at)
         }
     };
+    let epoch = match ac.epoch {
+        None | Some(serde_json::Value::Null) => None,
+        Some(v) => Some(v.as_u64().ok_or_else(|| ClaimError::Epoch(v.to_string()))?),
+    };
     let identity = ac.identity.filter(|i| !i.is_empty());
     Ok(Some(Claim {
         endpoint,
         identity,
         last_updated,
+        epoch,
     }))
 }
 
@@ -251,6 +264,28 @@ mod tests {
             claim.last_updated,
             Some("2026-12-02T09:59:50Z".parse().unwrap())
         );
+    }
+
+    #[test]
+    fn an_epoch_is_a_non_negative_integer_or_the_claim_is_refused() {
+        let with = |epoch: &str| {
+            let body = format!(
+                r#"{{"status":{{"activeController":{{"endpoint":"https://a:1","epoch":{epoch}}}}}}}"#
+            );
+            parse_cluster(body.as_bytes())
+        };
+        assert_eq!(with("7").unwrap().unwrap().epoch, Some(7));
+        assert_eq!(with("0").unwrap().unwrap().epoch, Some(0));
+        assert_eq!(with("null").unwrap().unwrap().epoch, None);
+        for bad in ["-1", "1.5", "\"7\"", "true", "[1]", "18446744073709551616"] {
+            let e = with(bad).unwrap_err();
+            assert!(matches!(e, ClaimError::Epoch(_)), "{bad}: {e}");
+            assert!(
+                e.to_string()
+                    .starts_with("status.activeController.epoch must be a non-negative integer"),
+                "{e}"
+            );
+        }
     }
 
     #[test]

@@ -65,6 +65,11 @@ pub enum Fact {
         hub: HubId,
         claimed: String,
     },
+    /// A winning claim for another hub that does not move the worker, and why in words.
+    SwitchHeld {
+        candidate: HubId,
+        why: String,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,6 +98,7 @@ impl Fact {
             Fact::Unreachable { hub, .. }
             | Fact::Recovered { hub, .. }
             | Fact::ClaimRejected { hub, .. } => Some(*hub),
+            Fact::SwitchHeld { candidate, .. } => Some(*candidate),
             Fact::Restart { .. } => None,
         };
         (note.reason, hub)
@@ -136,6 +142,10 @@ impl Fact {
             Fact::ClaimRejected { hub, claimed } => (
                 Warning, "ClaimRejected", "Probe",
                 format!("the {hub} hub claims {claimed} is Active, which is not a configured hub; ignored"),
+            ),
+            Fact::SwitchHeld { candidate, why } => (
+                Warning, "HubSwitchHeld", "Confirm",
+                format!("not moving the worker to the {candidate} hub: {why}"),
             ),
         };
         Note {

@@ -10,11 +10,11 @@ use tokio::time::Instant;
 
 use crate::config::Config;
 use crate::events::{Fact, Sink};
-use crate::handoff::{self, Handoff};
+use crate::handoff::{self, Basis, Handoff};
 use crate::hub::{probe_all, HubClient, Probe};
 use crate::metrics::Metrics;
 use crate::resolver::{Decision, Reason, Resolver};
-use crate::state::{FollowerView, HubView};
+use crate::state::{FollowerView, HubView, SeenClaim};
 use crate::verdict::{ErrorReason, HubId, Verdict};
 
 mod notes;
@@ -33,6 +33,11 @@ pub struct Follower {
     /// Per hub, the last error reason (None: it answered). Probe errors are logged on change only.
     last_error: HashMap<HubId, Option<ErrorReason>>,
     rejecting: HashMap<HubId, bool>,
+    /// Per hub, the last claim it published and when it was read, kept when the claim vanishes.
+    last_seen: HashMap<HubId, SeenClaim>,
+    /// Per hub, whether its last answer carried a claim: a claim that is gone the next answer
+    /// vanished.
+    claimed: HashMap<HubId, bool>,
     /// Where Events go.
     events: Sink,
     /// Set by the watches when a hub's claim changes: look now rather than at the next tick.
@@ -61,6 +66,8 @@ impl Follower {
             unpublished: None,
             last_error: HashMap::new(),
             rejecting: HashMap::new(),
+            last_seen: HashMap::new(),
+            claimed: HashMap::new(),
             events: Sink::default(),
             trigger: Arc::new(Notify::new()),
         }
@@ -147,6 +154,7 @@ impl Follower {
             hub: HubId::Primary,
             identity: None,
             reason: Reason::SingleHub,
+            basis: None,
         });
         while self.unpublished.is_some() {
             self.publish_pending();
@@ -178,9 +186,16 @@ impl Follower {
         };
         self.next_generation = previous.generation + 1;
         let identity = previous.identity.clone();
-        let Some(decision) = self
-            .resolver
-            .resume(previous.hub, &previous.endpoint, identity)
+        let basis = previous.basis.as_ref().and_then(|b| {
+            b.claim()
+                .inspect_err(|e| {
+                    tracing::warn!(error = %e, "the earlier decision's basis cannot be read; resuming without one, until a claim names the resumed hub")
+                })
+                .ok()
+        });
+        let Some(decision) =
+            self.resolver
+                .resume(previous.hub, &previous.endpoint, identity, basis)
         else {
             tracing::info!(
                 hub = %previous.hub,
@@ -217,21 +232,26 @@ impl Follower {
             .collect();
         for probe in &probes {
             self.observe_probe(probe, now);
+            self.note_claim(probe, now);
         }
         self.view.send_modify(|s| {
             s.last_round_at = Some(now.to_string());
             for probe in &probes {
                 if let Some(h) = self.config.hub(probe.hub) {
+                    let seen = self.last_seen.get(&probe.hub).cloned();
                     s.hubs
-                        .insert(probe.hub, HubView::new(&h.raw_endpoint, probe, now));
+                        .insert(probe.hub, HubView::new(&h.raw_endpoint, probe, now, seen));
                 }
             }
         });
         self.note_rejections(&step.rejected, &probes);
+        self.note_stale(&step.stale);
         if let Some(decision) = step.decision {
             self.unpublished = Some(decision);
         }
         self.publish_pending();
+        self.refresh_basis();
+        self.note_held(step.held, now);
 
         let pending = self.resolver.pending().cloned();
         if let Some(p) = pending
@@ -280,6 +300,7 @@ impl Follower {
             decided_at: Timestamp::now().to_string(),
             reason: decision.reason,
             namespace: Some(self.config.namespace.clone()),
+            basis: self.resolver.basis().map(Basis::of),
         };
         match handoff::publish(&self.config.handoff_dir, &handoff) {
             Ok(()) => {
@@ -313,6 +334,42 @@ impl Follower {
                 self.metrics.handoff_write_errors.inc();
                 tracing::warn!(error = %e, hub = %decision.hub, reason = decision.reason.as_str(), "could not publish the decision; the previous one stays in place and the write is retried next round");
                 self.unpublished = Some(decision);
+            }
+        }
+    }
+}
+
+impl Follower {
+    /// Rewrites the published decision, same generation, when its basis moved forward: a
+    /// restarted sidecar then resumes with the freshest claim seen for its hub. The restart
+    /// side acts on new generations only, so this never moves the worker. A failed write is
+    /// retried next round.
+    fn refresh_basis(&mut self) {
+        if self.unpublished.is_some() {
+            return;
+        }
+        let basis = self.resolver.basis().map(Basis::of);
+        let Some(published) = self
+            .view
+            .borrow()
+            .published
+            .clone()
+            .filter(|h| h.basis != basis && Some(h.hub) == self.resolver.established())
+        else {
+            return;
+        };
+        let handoff = Handoff { basis, ..published };
+        match handoff::publish(&self.config.handoff_dir, &handoff) {
+            Ok(()) => {
+                tracing::debug!(
+                    generation = handoff.generation,
+                    "the basis moved forward with a fresher claim for the published hub"
+                );
+                self.view.send_modify(|s| s.published = Some(handoff));
+            }
+            Err(e) => {
+                self.metrics.handoff_write_errors.inc();
+                tracing::warn!(error = %e, "could not record the fresher basis; retried next round");
             }
         }
     }

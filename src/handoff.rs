@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::claim::{Claim, Endpoint};
 use crate::resolver::Reason;
 use crate::verdict::HubId;
 
@@ -48,6 +49,56 @@ pub struct Handoff {
     /// The namespace the kubeconfig's context defaults to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub namespace: Option<String>,
+    /// The claim the decision rests on, kept so that a restarted sidecar never moves the worker
+    /// to an older one. Absent for a default decision, and in handoffs written before it was
+    /// kept; such a decision takes the first claim naming its hub.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub basis: Option<Basis>,
+}
+
+/// `basis` in `active-hub.json`: a claim as the hub published it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Basis {
+    pub endpoint: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity: Option<String>,
+    /// RFC 3339.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_updated: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub epoch: Option<u64>,
+}
+
+impl Basis {
+    pub fn of(claim: &Claim) -> Self {
+        Self {
+            endpoint: claim.endpoint.to_string(),
+            identity: claim.identity.clone(),
+            last_updated: claim.last_updated.map(|t| t.to_string()),
+            epoch: claim.epoch,
+        }
+    }
+
+    /// The claim again, or what in it cannot be read, naming the field.
+    pub fn claim(&self) -> Result<Claim, String> {
+        let endpoint =
+            Endpoint::parse(&self.endpoint).map_err(|e| format!("basis.endpoint {e}"))?;
+        let last_updated = self
+            .last_updated
+            .as_deref()
+            .map(|t| {
+                t.parse()
+                    .map_err(|e| format!("basis.lastUpdated is not an RFC 3339 time: {e}"))
+            })
+            .transpose()?;
+        Ok(Claim {
+            endpoint,
+            identity: self.identity.clone(),
+            last_updated,
+            epoch: self.epoch,
+        })
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -317,6 +368,50 @@ mod tests {
         assert_eq!(
             Handoff::from_json(json.as_bytes(), Path::new("x")).unwrap(),
             h
+        );
+    }
+
+    #[test]
+    fn the_basis_round_trips_and_a_handoff_without_one_still_reads() {
+        let claim = crate::claim::parse_cluster(
+            br#"{"status":{"activeController":{"endpoint":"https://10.1.80.12:6443",
+                "identity":"ctrl-b","lastUpdated":"2026-12-02T09:59:50Z","epoch":7}}}"#,
+        )
+        .unwrap()
+        .unwrap();
+        let h = Handoff {
+            basis: Some(Basis::of(&claim)),
+            ..sample(7)
+        };
+        let json = h.to_json();
+        assert!(
+            json.contains("\"lastUpdated\": \"2026-12-02T09:59:50Z\""),
+            "{json}"
+        );
+        assert!(json.contains("\"epoch\": 7"), "{json}");
+        let back = Handoff::from_json(json.as_bytes(), Path::new("x")).unwrap();
+        assert_eq!(back.basis.unwrap().claim(), Ok(claim));
+        // Written before bases were kept.
+        let old = sample(3).to_json();
+        assert!(!old.contains("basis"));
+        let read = Handoff::from_json(old.as_bytes(), Path::new("x")).unwrap();
+        assert_eq!(read.basis, None);
+    }
+
+    #[test]
+    fn an_unreadable_basis_names_its_field() {
+        let basis = |endpoint: &str, at: Option<&str>| Basis {
+            endpoint: endpoint.into(),
+            identity: None,
+            last_updated: at.map(String::from),
+            epoch: None,
+        };
+        let e = basis("ftp://x", None).claim().unwrap_err();
+        assert!(e.starts_with("basis.endpoint must use https://"), "{e}");
+        let e = basis("https://a:1", Some("yesterday")).claim().unwrap_err();
+        assert!(
+            e.starts_with("basis.lastUpdated is not an RFC 3339 time"),
+            "{e}"
         );
     }
 

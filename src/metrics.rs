@@ -52,6 +52,9 @@ impl Outcome {
     }
 }
 
+/// The `why` label of `kubeslice_worker_hub_switches_held_total`.
+pub const HOLD_REASONS: [&str; 2] = ["older_than_basis", "unauthenticated"];
+
 #[derive(Clone)]
 pub struct Metrics {
     registry: Registry,
@@ -60,6 +63,9 @@ pub struct Metrics {
     pub probe_duration: HistogramVec,
     pub active: IntGaugeVec,
     pub claims_rejected: IntCounterVec,
+    pub claims_vanished: IntCounterVec,
+    pub claims_older_than_basis: IntCounterVec,
+    pub switches_held: IntCounterVec,
     pub pending_confirmations: IntGauge,
     pub last_success: GaugeVec,
     pub handoff_write_errors: IntCounter,
@@ -108,6 +114,27 @@ impl Metrics {
                 "Claims that named an endpoint that is not configured, by the hub that published them.",
             ),
             &["hub"],
+        )?;
+        let claims_vanished = IntCounterVec::new(
+            Opts::new(
+                "kubeslice_worker_hub_claims_vanished_total",
+                "Times a hub that had published a claim answered without one (the worker-operator erases the claim on the hub it talks to), by hub.",
+            ),
+            &["hub"],
+        )?;
+        let claims_older_than_basis = IntCounterVec::new(
+            Opts::new(
+                "kubeslice_worker_hub_claims_older_than_basis_total",
+                "Rounds in which a hub's claim for another hub was no fresher than the claim the current decision rests on, and so ignored, by the hub that published it.",
+            ),
+            &["hub"],
+        )?;
+        let switches_held = IntCounterVec::new(
+            Opts::new(
+                "kubeslice_worker_hub_switches_held_total",
+                "Rounds in which a winning claim for another hub did not move the worker, by why: older_than_basis or unauthenticated.",
+            ),
+            &["why"],
         )?;
         let pending_confirmations = IntGauge::new(
             "kubeslice_worker_hub_switch_pending_confirmations",
@@ -174,6 +201,9 @@ impl Metrics {
         registry.register(Box::new(probe_duration.clone()))?;
         registry.register(Box::new(active.clone()))?;
         registry.register(Box::new(claims_rejected.clone()))?;
+        registry.register(Box::new(claims_vanished.clone()))?;
+        registry.register(Box::new(claims_older_than_basis.clone()))?;
+        registry.register(Box::new(switches_held.clone()))?;
         registry.register(Box::new(pending_confirmations.clone()))?;
         registry.register(Box::new(last_success.clone()))?;
         registry.register(Box::new(handoff_write_errors.clone()))?;
@@ -184,6 +214,9 @@ impl Metrics {
         registry.register(Box::new(watch_up.clone()))?;
         registry.register(Box::new(events_failed.clone()))?;
         registry.register(Box::new(build_info))?;
+        for why in HOLD_REASONS {
+            switches_held.with_label_values(&[why]);
+        }
         for outcome in Outcome::ALL {
             worker_restarts.with_label_values(&[restart_mode, outcome.as_str()]);
         }
@@ -195,6 +228,8 @@ impl Metrics {
             active.with_label_values(&[h]).set(0);
             watch_up.with_label_values(&[h]).set(0);
             claims_rejected.with_label_values(&[h]);
+            claims_vanished.with_label_values(&[h]);
+            claims_older_than_basis.with_label_values(&[h]);
             probe_duration.with_label_values(&[h]);
             last_success.with_label_values(&[h]);
             for reason in ErrorReason::ALL {
@@ -208,6 +243,9 @@ impl Metrics {
             probe_duration,
             active,
             claims_rejected,
+            claims_vanished,
+            claims_older_than_basis,
+            switches_held,
             pending_confirmations,
             last_success,
             handoff_write_errors,

@@ -1,19 +1,33 @@
 //! The decision rule. Verdicts in, decision out: no IO, no clock.
 //!
-//! 1. A hub that did not answer, or answered without a claim, has no say.
+//! 1. A hub that did not answer, or answered without a claim, has no say. A claim that vanishes
+//!    is absence, not evidence: the real worker-operator erases the claim on the hub it talks to.
 //! 2. A claim naming an endpoint that is not configured is rejected: claims select among the
 //!    endpoints an operator provisioned and never point the worker anywhere else.
-//! 3. The winner: when all usable claims name one hub, that hub. When they disagree, the claim
-//!    with the later `lastUpdated` (a missing one is older than any); on a tie the established hub
-//!    if it is among the tied, else the earliest tied hub in configuration order. So the outcome
-//!    is single-valued even in a split brain.
-//! 4. No winner, or the winner is the established hub: nothing changes and any count restarts.
-//! 5. A different winner becomes the pending candidate. It needs `confirmations` consecutive
-//!    rounds naming the same candidate (endpoint and identity; `lastUpdated` is ignored, since the
-//!    Active republishes on a timer) before the switch.
-//! 6. The first round after startup decides at once (there is no connection to protect yet);
+//! 3. Freshness: the higher `epoch` is fresher, and on equal epochs the later `lastUpdated`. A
+//!    missing epoch is lower than any and a missing date older than any. A claim without an
+//!    epoch dated more than [`MAX_FUTURE_SKEW`] ahead of this clock has no say; an epoch makes
+//!    the clock a tie-break only, so such a claim keeps its say.
+//! 4. The winner: when all usable claims name one hub, that hub. When they disagree, the
+//!    fresher claim; on a tie the established hub if it is among the tied, else the earliest
+//!    tied hub in configuration order. So the outcome is single-valued even in a split brain.
+//! 5. The basis: a decision rests on the claim that made it, and that basis moves forward to
+//!    any fresher claim naming the established hub. A winner that is not fresher than the basis
+//!    never moves the worker, whatever the other hubs say or leave unsaid: a hub that comes
+//!    back with an old claim while the worker has erased the new one changes nothing. (A basis
+//!    with neither epoch nor `lastUpdated` orders nothing, and so holds nothing back.)
+//! 6. A winner whose own hub refuses our credential (401, 403, TLS, unreadable credential
+//!    files) is held: the worker would fail there with the same files.
+//! 7. No winner, a held winner, or the established hub: nothing changes and any count
+//!    restarts. A different winner becomes the pending candidate. It needs `confirmations`
+//!    consecutive rounds naming the same candidate (endpoint and identity; freshness is
+//!    ignored, since the Active republishes on a timer) before the switch.
+//! 8. The first round after startup decides at once (there is no connection to protect yet);
 //!    with no winner then, the primary is taken by default. A sidecar that restarted beside a
-//!    running worker resumes its last decision instead, and moving away from it is a switch.
+//!    running worker resumes its last decision and its basis instead, and moving away from it
+//!    is a switch.
+
+use std::cmp::Ordering;
 
 use jiff::{SignedDuration, Timestamp};
 use serde::{Deserialize, Serialize};
@@ -21,11 +35,18 @@ use serde::{Deserialize, Serialize};
 use crate::claim::{Claim, Endpoint};
 use crate::verdict::{ErrorReason, HubId, ProbeError, Verdict};
 
-/// How far a claim's `lastUpdated` may lie ahead of our clock. A timestamp further in the future
-/// would win every disagreement until that moment arrives, so a hub with a broken clock (or a
-/// hostile writer) could pin the worker; such a claim has no say, and is reported as a bad
-/// response.
+/// How far a claim's `lastUpdated` may lie ahead of our clock when it carries no epoch. A
+/// timestamp further in the future would win every disagreement until that moment arrives, so a
+/// hub with a broken clock (or a hostile writer) could pin the worker; such a claim has no say,
+/// and is reported as a bad response.
 pub const MAX_FUTURE_SKEW: SignedDuration = SignedDuration::from_mins(5);
+
+/// How `a` compares with `b` in freshness: by epoch, then by `lastUpdated`. A missing epoch is
+/// lower than any and a missing date older than any, so the order is total: a controller that
+/// publishes epochs wins against one that does not, whatever their clocks say.
+pub fn freshness(a: &Claim, b: &Claim) -> Ordering {
+    (a.epoch, a.last_updated).cmp(&(b.epoch, b.last_updated))
+}
 
 /// What the worker should follow, and why it was chosen.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,6 +54,9 @@ pub struct Decision {
     pub hub: HubId,
     pub identity: Option<String>,
     pub reason: Reason,
+    /// The claim the decision rests on; `None` for a default, or a resumed decision written
+    /// before bases were kept.
+    pub basis: Option<Claim>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -62,8 +86,8 @@ impl Reason {
     }
 }
 
-/// A claim reduced to what a switch is confirmed on: the hub it names and the identity, not
-/// `lastUpdated` (the Active republishes on a timer). The watches compare claims by it too.
+/// A claim reduced to what a switch is confirmed on: the hub it names and the identity, not its
+/// freshness (the Active republishes on a timer). The watches compare claims by it too.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Candidate {
     pub hub: HubId,
@@ -87,6 +111,22 @@ pub struct Pending {
     pub count: u32,
 }
 
+/// Why a winner that is not the established hub does not move the worker.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Hold {
+    /// Its claim is not fresher than the basis (rule 5).
+    NotFresherThanBasis { claim: Claim, basis: Claim },
+    /// Its own hub refuses our credential (rule 6).
+    Unauthenticated(ErrorReason),
+}
+
+/// A winner held back this round, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Held {
+    pub candidate: Candidate,
+    pub why: Hold,
+}
+
 /// What one round changed.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Step {
@@ -97,6 +137,11 @@ pub struct Step {
     /// The hubs whose claim is dated more than [`MAX_FUTURE_SKEW`] ahead, with why: they had no
     /// say, and are reported as a bad response.
     pub ahead: Vec<(HubId, ProbeError)>,
+    /// The hubs whose claim named another hub than the established one but was not fresher than
+    /// the basis: old news.
+    pub stale: Vec<HubId>,
+    /// The winner this round held back, if any.
+    pub held: Option<Held>,
 }
 
 impl Step {
@@ -106,11 +151,19 @@ impl Step {
     }
 }
 
+/// A usable claim this round: the hub it names, the claim, and the hub that reported it.
+struct Usable<'v> {
+    target: HubId,
+    claim: &'v Claim,
+    reporter: HubId,
+}
+
 #[derive(Debug, Clone)]
 pub struct Resolver {
     hubs: Vec<(HubId, Endpoint)>,
     confirmations: u32,
     established: Option<HubId>,
+    basis: Option<Claim>,
     pending: Option<Pending>,
     /// The first decision, while it has not reached the disk: the worker has not started on
     /// anything yet, so what replaces it is not a switch to restart for.
@@ -124,6 +177,7 @@ impl Resolver {
             hubs,
             confirmations: confirmations.max(1),
             established: None,
+            basis: None,
             pending: None,
             first_unpublished: None,
         }
@@ -134,13 +188,14 @@ impl Resolver {
         self.first_unpublished = None;
     }
 
-    /// Takes over an earlier run's decision: `hub` at `endpoint` as it was written. `None` when
-    /// that hub is no longer configured at that endpoint.
+    /// Takes over an earlier run's decision: `hub` at `endpoint` as it was written, and the
+    /// basis it was written with. `None` when that hub is no longer configured at that endpoint.
     pub fn resume(
         &mut self,
         hub: HubId,
         endpoint: &str,
         identity: Option<String>,
+        basis: Option<Claim>,
     ) -> Option<Decision> {
         let endpoint = Endpoint::parse(endpoint).ok()?;
         if !self.hubs.iter().any(|(h, e)| *h == hub && *e == endpoint) {
@@ -148,16 +203,30 @@ impl Resolver {
         }
         self.first_unpublished = None;
         self.established = Some(hub);
+        self.basis = basis.clone();
         self.pending = None;
         Some(Decision {
             hub,
             identity,
             reason: Reason::Resumed,
+            basis,
         })
     }
 
     pub fn established(&self) -> Option<HubId> {
         self.established
+    }
+
+    /// The claim the established decision rests on, moved forward by fresher claims naming it.
+    pub fn basis(&self) -> Option<&Claim> {
+        self.basis.as_ref()
+    }
+
+    /// Forgets the basis, as a resolver without rule 5 would: for the simulation's mutant,
+    /// which proves that the simulation catches a resolver without it.
+    #[doc(hidden)]
+    pub fn forget_basis(&mut self) {
+        self.basis = None;
     }
 
     pub fn pending(&self) -> Option<&Pending> {
@@ -171,36 +240,102 @@ impl Resolver {
     /// One round at `now`: every hub's verdict, in any order.
     pub fn observe(&mut self, now: Timestamp, verdicts: &[(HubId, &Verdict)]) -> Step {
         let (claims, rejected, ahead) = self.usable_claims(now, verdicts);
+        self.advance_basis(&claims);
+        let stale = self.stale(&claims);
         let winner = self.winner(&claims);
+        let mut held = None;
         let decision = match (self.established, winner) {
-            (None, Some(w)) => Some(self.establish(w, Reason::Startup)),
+            (None, Some((w, claim))) => Some(self.establish(w, Some(claim), Reason::Startup)),
             (None, None) => {
                 let primary = self.hubs.first().map_or(HubId::Primary, |(h, _)| *h);
                 let w = Candidate {
                     hub: primary,
                     identity: None,
                 };
-                Some(self.establish(w, Reason::Default))
+                Some(self.establish(w, None, Reason::Default))
             }
             (Some(_), None) => {
                 self.pending = None;
                 None
             }
-            (Some(current), Some(w)) if w.hub == current => {
+            (Some(current), Some((w, _))) if w.hub == current => {
                 self.pending = None;
                 None
             }
-            (Some(_), Some(w)) => self.confirm(w),
+            (Some(_), Some((w, claim))) => match self.hold(&w, claim, verdicts) {
+                Some(why) => {
+                    self.pending = None;
+                    held = Some(Held { candidate: w, why });
+                    None
+                }
+                None => self.confirm(w, claim),
+            },
         };
         Step {
             decision,
             rejected,
             ahead,
+            stale,
+            held,
         }
     }
 
-    fn establish(&mut self, w: Candidate, reason: Reason) -> Decision {
+    /// Rule 5: the basis moves forward to the freshest claim naming the established hub.
+    fn advance_basis(&mut self, claims: &[Usable<'_>]) {
+        for u in claims.iter().filter(|u| Some(u.target) == self.established) {
+            if self
+                .basis
+                .as_ref()
+                .is_none_or(|b| freshness(u.claim, b) == Ordering::Greater)
+            {
+                self.basis = Some(u.claim.clone());
+            }
+        }
+    }
+
+    /// The basis, when it can order anything: one with neither epoch nor date cannot.
+    fn floor(&self) -> Option<&Claim> {
+        self.basis
+            .as_ref()
+            .filter(|b| b.epoch.is_some() || b.last_updated.is_some())
+    }
+
+    fn fresher_than_basis(&self, claim: &Claim) -> bool {
+        self.floor()
+            .is_none_or(|b| freshness(claim, b) == Ordering::Greater)
+    }
+
+    /// The reporters of claims for another hub that are old news.
+    fn stale(&self, claims: &[Usable<'_>]) -> Vec<HubId> {
+        let mut stale: Vec<HubId> = claims
+            .iter()
+            .filter(|u| Some(u.target) != self.established && !self.fresher_than_basis(u.claim))
+            .map(|u| u.reporter)
+            .collect();
+        stale.dedup();
+        stale
+    }
+
+    /// Rules 5 and 6: why the winner `w`, which is not the established hub, may not move the
+    /// worker, if it may not.
+    fn hold(&self, w: &Candidate, claim: &Claim, verdicts: &[(HubId, &Verdict)]) -> Option<Hold> {
+        if let Some(basis) = self.floor().filter(|_| !self.fresher_than_basis(claim)) {
+            return Some(Hold::NotFresherThanBasis {
+                claim: claim.clone(),
+                basis: basis.clone(),
+            });
+        }
+        verdicts.iter().find_map(|(hub, v)| match v {
+            Verdict::Error(e) if *hub == w.hub && e.reason.is_credential() => {
+                Some(Hold::Unauthenticated(e.reason))
+            }
+            _ => None,
+        })
+    }
+
+    fn establish(&mut self, w: Candidate, claim: Option<&Claim>, reason: Reason) -> Decision {
         self.established = Some(w.hub);
+        self.basis = claim.cloned();
         self.pending = None;
         let reason = match (reason, self.first_unpublished) {
             (Reason::Switch, Some(first)) => first,
@@ -214,16 +349,17 @@ impl Resolver {
             hub: w.hub,
             identity: w.identity,
             reason,
+            basis: self.basis.clone(),
         }
     }
 
-    fn confirm(&mut self, w: Candidate) -> Option<Decision> {
+    fn confirm(&mut self, w: Candidate, claim: &Claim) -> Option<Decision> {
         let count = match &self.pending {
             Some(p) if p.candidate == w => p.count + 1,
             _ => 1,
         };
         if count >= self.confirmations {
-            return Some(self.establish(w, Reason::Switch));
+            return Some(self.establish(w, Some(claim), Reason::Switch));
         }
         self.pending = Some(Pending {
             candidate: w,
@@ -232,19 +368,15 @@ impl Resolver {
         None
     }
 
-    /// The claims that name a configured hub, as (target, claim), in configuration order of the
-    /// hub that reported them; the reporters whose claim named anything else; and those whose
-    /// claim is dated too far ahead.
+    /// The claims that name a configured hub, in configuration order of the hub that reported
+    /// them; the reporters whose claim named anything else; and those whose claim is dated too
+    /// far ahead.
     #[allow(clippy::type_complexity)]
     fn usable_claims<'v>(
         &self,
         now: Timestamp,
         verdicts: &[(HubId, &'v Verdict)],
-    ) -> (
-        Vec<(HubId, &'v Claim)>,
-        Vec<HubId>,
-        Vec<(HubId, ProbeError)>,
-    ) {
+    ) -> (Vec<Usable<'v>>, Vec<HubId>, Vec<(HubId, ProbeError)>) {
         let mut sorted: Vec<_> = verdicts.to_vec();
         sorted.sort_by_key(|(reporter, _)| *reporter);
         let mut claims = Vec::new();
@@ -256,40 +388,51 @@ impl Resolver {
             };
             if let Some(at) = claim
                 .last_updated
-                .filter(|at| at.duration_since(now) > MAX_FUTURE_SKEW)
+                .filter(|at| claim.epoch.is_none() && at.duration_since(now) > MAX_FUTURE_SKEW)
             {
-                let detail = format!("status.activeController.lastUpdated {at} is more than {MAX_FUTURE_SKEW:#} ahead of this clock ({now})");
+                let detail = format!("status.activeController.lastUpdated {at} is more than {MAX_FUTURE_SKEW:#} ahead of this clock ({now}), and the claim carries no epoch");
                 ahead.push((reporter, ProbeError::new(ErrorReason::BadResponse, detail)));
                 continue;
             }
             match Candidate::of(claim, &self.hubs) {
-                Some(c) => claims.push((c.hub, claim)),
+                Some(c) => claims.push(Usable {
+                    target: c.hub,
+                    claim,
+                    reporter,
+                }),
                 None => rejected.push(reporter),
             }
         }
         (claims, rejected, ahead)
     }
 
-    fn winner(&self, claims: &[(HubId, &Claim)]) -> Option<Candidate> {
-        let freshest = claims.iter().map(|(_, c)| c.last_updated).max()?;
-        let tied: Vec<&(HubId, &Claim)> = claims
+    /// Rule 4: the winning candidate and the claim it wins with.
+    fn winner<'v>(&self, claims: &[Usable<'v>]) -> Option<(Candidate, &'v Claim)> {
+        let freshest = claims
             .iter()
-            .filter(|(_, c)| c.last_updated == freshest)
+            .map(|u| u.claim)
+            .max_by(|a, b| freshness(a, b))?;
+        let tied: Vec<&Usable<'v>> = claims
+            .iter()
+            .filter(|u| freshness(u.claim, freshest) == Ordering::Equal)
             .collect();
-        let agreed = claims.iter().all(|(t, _)| *t == claims[0].0);
-        let (target, claim) = if agreed {
+        let agreed = claims.iter().all(|u| u.target == claims[0].target);
+        let best = if agreed {
             // Everyone names one hub; take the identity from the freshest report of it.
             tied[0]
         } else {
             tied.iter()
-                .find(|(t, _)| Some(*t) == self.established)
-                .or_else(|| tied.iter().min_by_key(|(t, _)| *t))
+                .find(|u| Some(u.target) == self.established)
+                .or_else(|| tied.iter().min_by_key(|u| u.target))
                 .copied()?
         };
-        Some(Candidate {
-            hub: *target,
-            identity: claim.identity.clone(),
-        })
+        Some((
+            Candidate {
+                hub: best.target,
+                identity: best.claim.identity.clone(),
+            },
+            best.claim,
+        ))
     }
 }
 
@@ -323,7 +466,26 @@ mod tests {
             endpoint: Endpoint::parse(endpoint).unwrap(),
             identity: Some(identity.into()),
             last_updated: when,
+            epoch: None,
         })
+    }
+
+    fn claim_epoch(endpoint: &str, epoch: u64, when: Option<Timestamp>) -> Verdict {
+        Verdict::Claim(Claim {
+            epoch: Some(epoch),
+            ..as_claim(&claim(endpoint, &format!("e{epoch}"), when))
+        })
+    }
+
+    fn as_claim(v: &Verdict) -> Claim {
+        match v {
+            Verdict::Claim(c) => c.clone(),
+            other => panic!("not a claim: {other:?}"),
+        }
+    }
+
+    fn refused(reason: ErrorReason) -> Verdict {
+        Verdict::Error(ProbeError::new(reason, "refused"))
     }
 
     fn down() -> Verdict {
@@ -375,6 +537,11 @@ mod tests {
         assert_eq!(e.reason, ErrorReason::BadResponse);
         assert!(e.detail.contains("more than 5m ahead"), "{}", e.detail);
         assert_eq!(step.refused(S), None);
+        // With an epoch the clock only breaks ties: the same date keeps its say.
+        let mut r = settled_on(P, 1);
+        let step = round(&mut r, &down(), &claim_epoch(B, 3, ahead(3600)));
+        assert!(step.ahead.is_empty());
+        assert_eq!(hub_of(&step), Some((S, Reason::Switch)));
     }
 
     #[test]
@@ -389,6 +556,7 @@ mod tests {
         let step = r.observe(now(), &[(P, &b), (S, &b)]);
         assert_eq!(hub_of(&step), Some((S, Reason::Startup)));
         r.published();
+        let a = claim(A, "a", at(2));
         let step = r.observe(now(), &[(P, &a), (S, &a)]);
         assert_eq!(hub_of(&step), Some((P, Reason::Switch)));
         // The same for a default.
@@ -406,10 +574,10 @@ mod tests {
     #[test]
     fn resuming_needs_the_hub_still_configured_at_the_same_endpoint() {
         let mut r = resolver(3);
-        assert_eq!(r.resume(S, "https://10.1.80.99:6443", None), None);
-        assert_eq!(r.resume(S, "not a url", None), None);
+        assert_eq!(r.resume(S, "https://10.1.80.99:6443", None, None), None);
+        assert_eq!(r.resume(S, "not a url", None, None), None);
         // Another spelling of the same endpoint is the same hub.
-        let d = r.resume(S, "HTTPS://10.1.80.12:6443/", None).unwrap();
+        let d = r.resume(S, "HTTPS://10.1.80.12:6443/", None, None).unwrap();
         assert_eq!((d.hub, d.reason), (S, Reason::Resumed));
     }
 
@@ -423,6 +591,7 @@ mod tests {
             endpoint: Endpoint::parse(endpoint).unwrap(),
             identity: Some(identity.into()),
             last_updated: when,
+            epoch: None,
         };
         let a = Candidate::of(&claim(B, "x", at(0)), &hubs);
         assert_eq!(a, Candidate::of(&claim(B, "x", None), &hubs));
@@ -443,7 +612,8 @@ mod tests {
             Some(Decision {
                 hub: S,
                 identity: Some("ctrl-b".into()),
-                reason: Reason::Startup
+                reason: Reason::Startup,
+                basis: Some(as_claim(&c)),
             })
         );
         assert_eq!(r.established(), Some(S));
@@ -476,7 +646,7 @@ mod tests {
     #[test]
     fn a_resumed_decision_is_established_and_moving_away_needs_confirmations() {
         let mut r = resolver(3);
-        let d = r.resume(S, B, Some("b".into())).unwrap();
+        let d = r.resume(S, B, Some("b".into()), None).unwrap();
         assert_eq!((d.hub, d.reason), (S, Reason::Resumed));
         let c = claim(A, "a", at(0));
         assert_eq!(round(&mut r, &c, &c).decision, None);
@@ -487,7 +657,7 @@ mod tests {
     #[test]
     fn resuming_a_hub_that_is_no_longer_configured_is_refused() {
         let mut r = Resolver::new(vec![(P, Endpoint::parse(A).unwrap())], 3);
-        assert_eq!(r.resume(S, B, None), None);
+        assert_eq!(r.resume(S, B, None, None), None);
         assert_eq!(r.established(), None);
     }
 
@@ -552,8 +722,10 @@ mod tests {
 
     #[test]
     fn a_missing_timestamp_is_older_than_any() {
+        // Settled on B by a claim at 0: A's claim at 1 is fresher than that basis, and wins
+        // against B's undated one.
         let mut r = settled_on(S, 1);
-        let step = round(&mut r, &claim(A, "a", at(-1000)), &claim(B, "b", None));
+        let step = round(&mut r, &claim(A, "a", at(1)), &claim(B, "b", None));
         assert_eq!(hub_of(&step), Some((P, Reason::Switch)));
     }
 
@@ -658,6 +830,248 @@ mod tests {
         assert_eq!(hub_of(&round(&mut r, &c, &c)), Some((S, Reason::Switch)));
     }
 
+    // Rule 5: the basis.
+
+    #[test]
+    fn a_returning_hub_with_an_older_claim_never_moves_the_worker() {
+        // The story: A fails, B is promoted, the worker moves to B and erases B's
+        // claim; A comes back still carrying its old claim.
+        let mut r = settled_on(P, 2);
+        let b = claim(B, "b", at(100));
+        assert_eq!(round(&mut r, &down(), &b).decision, None);
+        assert_eq!(
+            hub_of(&round(&mut r, &down(), &b)),
+            Some((S, Reason::Switch))
+        );
+        assert_eq!(r.basis(), Some(&as_claim(&b)));
+        let stale = claim(A, "a", at(0));
+        for _ in 0..20 {
+            let step = round(&mut r, &stale, &Verdict::NoClaim);
+            assert_eq!(step.decision, None);
+            assert_eq!(step.stale, vec![P]);
+            let held = step.held.unwrap();
+            assert_eq!(held.candidate.hub, P);
+            assert!(matches!(held.why, Hold::NotFresherThanBasis { .. }));
+            assert_eq!(r.pending(), None);
+        }
+        // Nor when B's claim flickers back and away again.
+        for i in 0..10 {
+            let b = if i % 2 == 0 {
+                Verdict::NoClaim
+            } else {
+                b.clone()
+            };
+            assert_eq!(round(&mut r, &stale, &b).decision, None);
+        }
+        assert_eq!(r.established(), Some(S));
+    }
+
+    #[test]
+    fn a_genuine_failback_with_a_fresher_claim_switches_exactly_once() {
+        let mut r = settled_on(P, 2);
+        let b = claim(B, "b", at(100));
+        round(&mut r, &down(), &b);
+        round(&mut r, &down(), &b);
+        assert_eq!(r.established(), Some(S));
+        let a = claim(A, "a", at(200));
+        let mut switches = 0;
+        for _ in 0..10 {
+            // The worker on B erases B's claim; A is promoted again with a fresher one.
+            if round(&mut r, &a, &Verdict::NoClaim).decision.is_some() {
+                switches += 1;
+            }
+        }
+        assert_eq!(switches, 1);
+        assert_eq!(r.established(), Some(P));
+        assert_eq!(r.basis(), Some(&as_claim(&a)));
+    }
+
+    #[test]
+    fn the_basis_moves_forward_with_claims_naming_the_established_hub() {
+        let mut r = settled_on(S, 1);
+        assert_eq!(r.basis().and_then(|b| b.last_updated), at(0));
+        // B republishes; the basis follows. An older republication does not move it back.
+        round(&mut r, &down(), &claim(B, "b", at(50)));
+        assert_eq!(r.basis().and_then(|b| b.last_updated), at(50));
+        round(&mut r, &down(), &claim(B, "b", at(40)));
+        assert_eq!(r.basis().and_then(|b| b.last_updated), at(50));
+        // So a claim for A dated between the decision and B's last republication is old news.
+        let step = round(&mut r, &claim(A, "a", at(45)), &Verdict::NoClaim);
+        assert_eq!(step.decision, None);
+        assert_eq!(step.stale, vec![P]);
+    }
+
+    #[test]
+    fn a_claim_as_fresh_as_the_basis_keeps_the_established_hub() {
+        let mut r = settled_on(S, 1);
+        let step = round(&mut r, &claim(A, "a", at(0)), &Verdict::NoClaim);
+        assert_eq!(step.decision, None);
+        assert!(step.held.is_some());
+    }
+
+    #[test]
+    fn a_default_or_undated_basis_holds_nothing_back() {
+        // A default has no basis until a claim names the established hub.
+        let mut r = resolver(1);
+        round(&mut r, &down(), &down());
+        assert_eq!(r.basis(), None);
+        assert_eq!(
+            hub_of(&round(&mut r, &claim(B, "b", at(0)), &down())),
+            Some((S, Reason::Switch))
+        );
+        // Undated claims cannot be ordered, so the rule falls back to confirmations alone.
+        let mut r = resolver(1);
+        round(&mut r, &claim(A, "a", None), &claim(A, "a", None));
+        assert_eq!(
+            hub_of(&round(&mut r, &down(), &claim(B, "b", None))),
+            Some((S, Reason::Switch))
+        );
+        // But a dated basis holds an undated claim back: a missing date is older than any.
+        let mut r = settled_on(P, 1);
+        let step = round(&mut r, &down(), &claim(B, "b", None));
+        assert_eq!(step.decision, None);
+        assert!(step.held.is_some());
+    }
+
+    #[test]
+    fn a_resumed_basis_holds_back_older_claims_and_a_missing_one_is_adopted() {
+        let b = as_claim(&claim(B, "b", at(100)));
+        let mut r = resolver(1);
+        r.resume(S, B, Some("b".into()), Some(b.clone())).unwrap();
+        assert_eq!(
+            round(&mut r, &claim(A, "a", at(50)), &down()).decision,
+            None
+        );
+        // A handoff written before bases were kept resumes without one, and takes the first
+        // claim naming the established hub as its basis.
+        let mut r = resolver(1);
+        r.resume(S, B, Some("b".into()), None).unwrap();
+        round(&mut r, &claim(B, "b", at(100)), &Verdict::NoClaim);
+        assert_eq!(r.basis(), Some(&b));
+        assert_eq!(
+            round(&mut r, &claim(A, "a", at(50)), &down()).decision,
+            None
+        );
+    }
+
+    #[test]
+    fn a_pending_switch_is_dropped_when_the_basis_overtakes_it() {
+        let mut r = settled_on(P, 3);
+        round(&mut r, &down(), &claim(B, "b", at(10)));
+        assert_eq!(r.pending().map(|p| p.count), Some(1));
+        // A republishes, fresher than B's claim: B's claim is now old news.
+        let step = round(&mut r, &claim(A, "a", at(20)), &claim(B, "b", at(10)));
+        assert_eq!(step.decision, None);
+        assert_eq!(r.pending(), None);
+        assert_eq!(
+            round(&mut r, &down(), &claim(B, "b", at(10))).decision,
+            None
+        );
+        assert_eq!(r.pending(), None);
+    }
+
+    // Epochs.
+
+    #[test]
+    fn with_epochs_the_higher_epoch_wins_whatever_the_clocks_say() {
+        // B's controller clock is ten minutes behind: its claim is dated earlier, but its
+        // epoch says it was promoted after A.
+        let mut r = resolver(1);
+        let a = claim_epoch(A, 4, at(600));
+        let b = claim_epoch(B, 5, at(0));
+        let step = round(&mut r, &a, &b);
+        assert_eq!(hub_of(&step), Some((S, Reason::Startup)));
+        // A's older epoch, however late its date, never moves the worker back.
+        for secs in [601, 3600, 86_000] {
+            let step = round(&mut r, &claim_epoch(A, 4, at(secs)), &Verdict::NoClaim);
+            assert_eq!(step.decision, None, "lastUpdated +{secs}s");
+        }
+        // A promoted again, with a higher epoch and a date older than anything: a switch.
+        let step = round(&mut r, &claim_epoch(A, 6, at(-600)), &Verdict::NoClaim);
+        assert_eq!(hub_of(&step), Some((P, Reason::Switch)));
+    }
+
+    #[test]
+    fn equal_epochs_fall_back_to_last_updated_and_equal_claims_keep_the_established_hub() {
+        let mut r = settled_on(P, 1);
+        // Settled on A with no epoch; from now on claims carry epoch 3.
+        round(&mut r, &claim_epoch(A, 3, at(10)), &down());
+        let step = round(
+            &mut r,
+            &claim_epoch(A, 3, at(10)),
+            &claim_epoch(B, 3, at(10)),
+        );
+        assert_eq!(step.decision, None);
+        let step = round(
+            &mut r,
+            &claim_epoch(A, 3, at(10)),
+            &claim_epoch(B, 3, at(11)),
+        );
+        assert_eq!(hub_of(&step), Some((S, Reason::Switch)));
+    }
+
+    #[test]
+    fn a_missing_epoch_is_lower_than_any() {
+        let mut r = settled_on(P, 1);
+        round(&mut r, &claim_epoch(A, 0, at(10)), &down());
+        // Epoch 0 against none: however late B's date, A's epoch is fresher.
+        let step = round(&mut r, &down(), &claim(B, "b", at(3600)));
+        assert_eq!(step.decision, None);
+        assert!(step.held.is_some());
+    }
+
+    #[test]
+    fn freshness_orders_by_epoch_then_date() {
+        let c = |epoch, secs| Claim {
+            epoch,
+            ..as_claim(&claim(A, "a", at(secs)))
+        };
+        assert_eq!(
+            freshness(&c(Some(2), 0), &c(Some(1), 99)),
+            Ordering::Greater
+        );
+        assert_eq!(freshness(&c(Some(1), 5), &c(Some(1), 4)), Ordering::Greater);
+        assert_eq!(freshness(&c(Some(1), 5), &c(Some(1), 5)), Ordering::Equal);
+        assert_eq!(freshness(&c(None, 99), &c(Some(0), 6)), Ordering::Less);
+        let undated = Claim {
+            last_updated: None,
+            ..c(None, 0)
+        };
+        assert_eq!(freshness(&undated, &c(None, -10_000)), Ordering::Less);
+    }
+
+    // Rule 6: a hub that refuses our credential.
+
+    #[test]
+    fn a_switch_to_a_hub_that_refuses_our_credential_is_held() {
+        for reason in [
+            ErrorReason::Unauthorized,
+            ErrorReason::Forbidden,
+            ErrorReason::Tls,
+            ErrorReason::Credentials,
+        ] {
+            let mut r = settled_on(P, 2);
+            // A, still up, mirrors B's promotion; B itself refuses us.
+            let b = claim(B, "b", at(100));
+            for _ in 0..5 {
+                let step = round(&mut r, &b, &refused(reason));
+                assert_eq!(step.decision, None, "{reason}");
+                assert_eq!(
+                    step.held.map(|h| h.why),
+                    Some(Hold::Unauthenticated(reason))
+                );
+                assert_eq!(r.pending(), None);
+            }
+            // Once B lets us in, the switch is confirmed as usual.
+            assert_eq!(round(&mut r, &b, &b).decision, None);
+            assert_eq!(hub_of(&round(&mut r, &b, &b)), Some((S, Reason::Switch)));
+        }
+        // An unreachable hub is not a refusal: the Standby's word still moves the worker.
+        let mut r = settled_on(P, 1);
+        let step = round(&mut r, &claim(B, "b", at(100)), &down());
+        assert_eq!(hub_of(&step), Some((S, Reason::Switch)));
+    }
+
     #[test]
     fn alternating_claims_never_switch() {
         let mut r = settled_on(P, 2);
@@ -700,13 +1114,20 @@ mod properties {
                 ErrorReason::Connect,
                 "refused"
             ))),
-            (0usize..3, 0u8..2, proptest::option::of(0i64..5)).prop_map(|(e, id, t)| {
-                Verdict::Claim(Claim {
-                    endpoint: Endpoint::parse(ENDPOINTS[e]).unwrap(),
-                    identity: Some(format!("ctrl-{id}")),
-                    last_updated: t.map(|s| Timestamp::from_second(1_800_000_000 + s).unwrap()),
-                })
-            }),
+            (
+                0usize..3,
+                0u8..2,
+                proptest::option::of(0i64..5),
+                proptest::option::of(0u64..4)
+            )
+                .prop_map(|(e, id, t, epoch)| {
+                    Verdict::Claim(Claim {
+                        endpoint: Endpoint::parse(ENDPOINTS[e]).unwrap(),
+                        identity: Some(format!("ctrl-{id}")),
+                        last_updated: t.map(|s| Timestamp::from_second(1_800_000_000 + s).unwrap()),
+                        epoch,
+                    })
+                }),
         ]
     }
 
@@ -715,16 +1136,25 @@ mod properties {
     }
 
     fn run(n: u32, rounds: &[(Verdict, Verdict)]) -> Vec<Step> {
+        run_with_bases(n, rounds)
+            .into_iter()
+            .map(|(s, _)| s)
+            .collect()
+    }
+
+    /// Each round's step, with the basis the resolver held before it.
+    fn run_with_bases(n: u32, rounds: &[(Verdict, Verdict)]) -> Vec<(Step, Option<Claim>)> {
         let mut r = Resolver::new(hubs(), n);
         rounds
             .iter()
             .map(|(p, s)| {
+                let before = r.basis().cloned();
                 let now = Timestamp::from_second(1_800_000_000 + 86_400).unwrap();
                 let step = r.observe(now, &[(HubId::Primary, p), (HubId::Secondary, s)]);
                 if step.decision.is_some() {
                     r.published();
                 }
-                step
+                (step, before)
             })
             .collect()
     }
@@ -782,6 +1212,17 @@ mod properties {
             prop_assert!(steps[0].decision.is_some());
             for step in &steps[1..] {
                 prop_assert!(step.decision.as_ref().is_none_or(|d| d.reason == Reason::Switch));
+            }
+        }
+
+        #[test]
+        fn a_switch_rests_on_a_claim_fresher_than_the_basis_it_leaves(n in 1u32..4, rs in rounds()) {
+            for (step, before) in run_with_bases(n, &rs) {
+                let Some(d) = step.decision.filter(|d| d.reason == Reason::Switch) else { continue };
+                let Some(floor) = before.filter(|b| b.epoch.is_some() || b.last_updated.is_some()) else { continue };
+                let basis = d.basis.expect("a switch rests on a claim");
+                prop_assert_eq!(freshness(&basis, &floor), Ordering::Greater,
+                    "switched on {:?}, which is not fresher than {:?}", basis, floor);
             }
         }
 

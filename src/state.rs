@@ -7,6 +7,7 @@ use std::time::Duration;
 use serde::Serialize;
 use tokio::time::Instant;
 
+use crate::claim::Claim;
 use crate::handoff::Handoff;
 use crate::hub::Probe;
 use crate::resolver::Pending;
@@ -33,30 +34,67 @@ pub struct HubView {
     pub detail: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub claim: Option<ClaimView>,
+    /// The last claim this hub published, and when it was read: a claim that vanished (the
+    /// worker-operator erases it on the hub it talks to) is still shown here.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_seen_claim: Option<SeenClaim>,
     pub at: String,
     pub latency_ms: f64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ClaimView {
     pub endpoint: String,
     pub identity: Option<String>,
     pub last_updated: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub epoch: Option<u64>,
+}
+
+impl ClaimView {
+    pub fn of(c: &Claim) -> Self {
+        Self {
+            endpoint: c.endpoint.to_string(),
+            identity: c.identity.clone(),
+            last_updated: c.last_updated.map(|t| t.to_string()),
+            epoch: c.epoch,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SeenClaim {
+    #[serde(flatten)]
+    pub claim: ClaimView,
+    /// RFC 3339: the round that read it.
+    pub seen_at: String,
+}
+
+/// A winning claim for another hub that did not move the worker this round.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HeldView {
+    pub candidate: HubId,
+    pub identity: Option<String>,
+    /// `older_than_basis` or `unauthenticated`.
+    pub reason: &'static str,
+    /// In words, for people.
+    pub why: String,
+    /// RFC 3339: when it was first held, in this run of holds.
+    pub since: String,
 }
 
 impl HubView {
-    pub fn new(endpoint: &str, probe: &Probe, at: jiff::Timestamp) -> Self {
+    pub fn new(
+        endpoint: &str,
+        probe: &Probe,
+        at: jiff::Timestamp,
+        last_seen_claim: Option<SeenClaim>,
+    ) -> Self {
         let (reason, detail, claim) = match &probe.verdict {
-            Verdict::Claim(c) => (
-                None,
-                None,
-                Some(ClaimView {
-                    endpoint: c.endpoint.to_string(),
-                    identity: c.identity.clone(),
-                    last_updated: c.last_updated.map(|t| t.to_string()),
-                }),
-            ),
+            Verdict::Claim(c) => (None, None, Some(ClaimView::of(c))),
             Verdict::NoClaim => (None, None, None),
             Verdict::Error(e) => (Some(e.reason.as_str()), Some(e.detail.clone()), None),
         };
@@ -66,6 +104,7 @@ impl HubView {
             reason,
             detail,
             claim,
+            last_seen_claim,
             at: at.to_string(),
             latency_ms: (probe.latency.as_secs_f64() * 1e6).round() / 1e3,
         }
@@ -81,6 +120,8 @@ pub struct FollowerView {
     pub published: Option<Handoff>,
     pub hubs: BTreeMap<HubId, HubView>,
     pub pending: Option<Pending>,
+    /// A winner that does not move the worker, and why, while it lasts.
+    pub held: Option<HeldView>,
     pub confirmations_required: u32,
     pub last_round_at: Option<String>,
     /// How long the last round took, probes included: at most the probe timeout plus a little.
@@ -100,6 +141,7 @@ impl FollowerView {
             published: None,
             hubs: BTreeMap::new(),
             pending: None,
+            held: None,
             confirmations_required: confirmations,
             last_round_at: None,
             last_round_ms: None,

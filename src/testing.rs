@@ -36,6 +36,7 @@ pub fn handoff(hub: HubId, generation: u64, reason: Reason) -> Handoff {
         decided_at: String::new(),
         reason,
         namespace: None,
+        basis: None,
     }
 }
 

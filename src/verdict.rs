@@ -93,6 +93,18 @@ impl ErrorReason {
         ErrorReason::Credentials,
     ];
 
+    /// The hub refused us for who we are, or we could not say it: the worker, started with the
+    /// same token and CA files, would be refused there too.
+    pub fn is_credential(self) -> bool {
+        matches!(
+            self,
+            ErrorReason::Unauthorized
+                | ErrorReason::Forbidden
+                | ErrorReason::Tls
+                | ErrorReason::Credentials
+        )
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             ErrorReason::Timeout => "timeout",

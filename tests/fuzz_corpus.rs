@@ -53,6 +53,7 @@ fn the_handoff_corpus_reads_as_its_names_say() {
                     .ok()
                     .as_ref()
                     == Some(h)
+                    && h.basis.as_ref().is_none_or(|b| b.claim().is_ok())
             }),
             "err" => handoff.is_err(),
             "ack" => ack.is_ok(),

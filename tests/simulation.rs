@@ -1,14 +1,20 @@
 //! Deterministic simulation of the follower: the decision core and the restart pacing, driven by
 //! a virtual clock through two simulated hubs with failures, partitions, promotions, flapping
-//! claims, rogue endpoints and clock skew. Invariants are checked after every round.
+//! claims, rogue endpoints and clock skew, and a worker-operator as the real one behaves: it
+//! erases the claim on the hub it talks to. Invariants are checked after every round.
 //!
-//! HUB_SIM_SEEDS=N runs N seeds (default 1000); HUB_SIM_SEED=S replays one seed, printing each
-//! round. A failing seed names itself.
+//! The worlds vary by seed: controllers' clocks skewed by up to ±30 s or ±10 min, claims with
+//! and without an `epoch`, hubs that come back (or are restored) carrying an old claim.
+//!
+//! HUB_SIM_SEEDS=N runs N seeds (default 1000; CI runs the default); HUB_SIM_SEED=S replays one
+//! seed, printing each round. A failing seed names itself. 10^5 seeds:
+//! `HUB_SIM_SEEDS=100000 cargo test --release --test simulation`.
 
+use std::cmp::Ordering;
 use std::time::Duration;
 
 use hub_follower::claim::{Claim, Endpoint};
-use hub_follower::resolver::{Reason, Resolver};
+use hub_follower::resolver::{freshness, Reason, Resolver, MAX_FUTURE_SKEW};
 use hub_follower::restart::pacing::Pacer;
 use hub_follower::verdict::{ErrorReason, HubId, ProbeError, Verdict};
 use jiff::Timestamp;
@@ -23,6 +29,7 @@ const CONFIRM: Duration = Duration::from_secs(1);
 const JITTER: Duration = Duration::from_secs(5);
 const COOLDOWN: Duration = Duration::from_secs(60);
 const ROUNDS: usize = 300;
+const T0: i64 = 1_800_000_000;
 
 fn idx(h: HubId) -> usize {
     match h {
@@ -45,35 +52,56 @@ struct Declaration {
     endpoint: String,
     identity: String,
     at: Timestamp,
+    epoch: Option<u64>,
+}
+
+impl Declaration {
+    fn verdict(&self) -> Verdict {
+        Verdict::Claim(Claim {
+            endpoint: Endpoint::parse(&self.endpoint).unwrap(),
+            identity: Some(self.identity.clone()),
+            last_updated: Some(self.at),
+            epoch: self.epoch,
+        })
+    }
 }
 
 struct World {
     rng: fastrand::Rng,
     active: HubId,
-    epoch: u32,
+    epoch: u64,
+    /// Whether the controllers publish an epoch.
+    epochs: bool,
     up: [bool; 2],
     partitioned: bool,
     skew_secs: [i64; 2],
     declared: [Option<Declaration>; 2],
+    /// Every declaration ever made, for hubs restored with an old one.
+    history: Vec<Declaration>,
 }
 
 impl World {
     fn new(seed: u64) -> Self {
         let mut rng = fastrand::Rng::with_seed(seed);
-        let skew_secs = [rng.i64(-30..=30), rng.i64(-30..=30)];
+        // A third of the worlds have controllers whose clocks are up to ten minutes off.
+        let range = if rng.usize(0..3) == 0 { 600 } else { 30 };
+        let skew_secs = [rng.i64(-range..=range), rng.i64(-range..=range)];
         Self {
             active: if rng.bool() { P } else { S },
+            epochs: rng.bool(),
             rng,
             epoch: 0,
             up: [true, true],
             partitioned: false,
             skew_secs,
             declared: [None, None],
+            history: Vec::new(),
         }
     }
 
-    /// Moves the world on by one round at virtual time `t`, and returns what each hub answers.
-    fn step(&mut self, t: Duration) -> [Verdict; 2] {
+    /// Moves the world on by one round at virtual time `t`, with the worker talking to
+    /// `worker`, and returns what each hub answers.
+    fn step(&mut self, t: Duration, worker: Option<HubId>) -> [Verdict; 2] {
         let r = &mut self.rng;
         if r.f64() < 0.03 {
             self.active = other(self.active);
@@ -88,37 +116,53 @@ impl World {
             r.f64() < 0.03
         };
         let a = idx(self.active);
-        let now =
-            |skew: i64| Timestamp::from_second(1_800_000_000 + t.as_secs() as i64 + skew).unwrap();
+        let now = |skew: i64| Timestamp::from_second(T0 + t.as_secs() as i64 + skew).unwrap();
         if self.up[a] {
-            self.declared[a] = Some(Declaration {
+            let d = Declaration {
                 endpoint: EP[a].into(),
                 identity: format!("ctrl-{a}-{}", self.epoch),
                 at: now(self.skew_secs[a]),
-            });
+                epoch: self.epochs.then_some(self.epoch),
+            };
+            self.history.push(d.clone());
+            self.declared[a] = Some(d);
             if !self.partitioned {
                 // The Standby mirrors the Active's declaration.
                 self.declared[1 - a] = self.declared[a].clone();
             }
+        }
+        // A Standby hub restored from an old backup: it carries an old claim until the Active
+        // reaches it again.
+        if self.rng.f64() < 0.02 && !self.history.is_empty() {
+            let old = self.history[self.rng.usize(0..self.history.len())].clone();
+            self.declared[1 - a] = Some(old);
         }
         let mut out = [Verdict::NoClaim, Verdict::NoClaim];
         for (h, v) in out.iter_mut().enumerate() {
             let r = &mut self.rng;
             *v = if !self.up[h] {
                 Verdict::Error(ProbeError::new(ErrorReason::Timeout, "down"))
+            } else if worker.map(idx) == Some(h) && r.f64() < 0.9 {
+                // The worker-operator writes status whole and erases the claim on its hub
+                // within milliseconds of each publication: the follower rarely sees it.
+                Verdict::NoClaim
             } else if r.f64() < 0.03 {
-                // A flap: one round of something else, sometimes an endpoint nobody configured.
-                let endpoint = if r.bool() { ROGUE } else { EP[r.usize(0..2)] };
-                claim(
-                    endpoint,
-                    "flap",
-                    Some(now(self.skew_secs[h] + r.i64(-60..=60))),
-                )
+                // A flap: one round of something else: an endpoint nobody configured, or an
+                // old declaration read back from a lagging cache.
+                if r.bool() || self.history.is_empty() {
+                    claim(
+                        ROGUE,
+                        "flap",
+                        Some(now(self.skew_secs[h] + r.i64(-60..=60))),
+                    )
+                } else {
+                    self.history[r.usize(0..self.history.len())].verdict()
+                }
             } else if r.f64() < 0.03 {
                 Verdict::NoClaim
             } else {
                 match &self.declared[h] {
-                    Some(d) => claim(&d.endpoint, &d.identity, Some(d.at)),
+                    Some(d) => d.verdict(),
                     None => Verdict::NoClaim,
                 }
             };
@@ -132,6 +176,7 @@ fn claim(endpoint: &str, identity: &str, at: Option<Timestamp>) -> Verdict {
         endpoint: Endpoint::parse(endpoint).unwrap(),
         identity: Some(identity.into()),
         last_updated: at,
+        epoch: None,
     })
 }
 
@@ -153,7 +198,32 @@ fn names_hub(named: &[Named; 2], hub: HubId) -> bool {
     named.iter().flatten().any(|(h, _)| *h == hub)
 }
 
-fn run(seed: u64, verbose: bool) -> Result<(), String> {
+/// The claims of a round that have a say, with the hub each names: the simulation's own
+/// reading of rules 1–3, not the resolver's.
+fn usable(verdicts: &[Verdict; 2], clock: Timestamp) -> Vec<(HubId, Claim)> {
+    verdicts
+        .iter()
+        .filter_map(|v| match v {
+            Verdict::Claim(c)
+                if c.epoch.is_some()
+                    || c.last_updated
+                        .is_none_or(|at| at.duration_since(clock) <= MAX_FUTURE_SKEW) =>
+            {
+                names(v).map(|(h, _)| (h, c.clone()))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// What the simulation drives: the real resolver, or one without the basis rule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Rule {
+    Real,
+    WithoutBasis,
+}
+
+fn run(seed: u64, rule: Rule, verbose: bool) -> Result<(), String> {
     let fail = |round: usize, what: String| {
         Err(format!(
             "seed {seed} failed at round {round}: {what}; replay with HUB_SIM_SEED={seed}"
@@ -176,11 +246,47 @@ fn run(seed: u64, verbose: bool) -> Result<(), String> {
     let mut restart_at: Option<Duration> = None;
     let mut last_restart: Option<Duration> = None;
     let (mut switches, mut restarts) = (0u32, 0u32);
+    // The simulation's own account of the basis: the freshest usable claim naming the hub
+    // followed, since it was decided on. And the freshest usable claim seen at all.
+    let mut floor: Option<Claim> = None;
+    let mut freshest_seen: Option<(HubId, Claim)> = None;
+    let mut news: Vec<bool> = Vec::new();
 
     for round in 0..ROUNDS {
-        let verdicts = world.step(t);
-        history.push([names(&verdicts[0]), names(&verdicts[1])]);
-        let clock = Timestamp::from_second(1_800_000_000 + t.as_secs() as i64).unwrap();
+        let verdicts = world.step(t, worker);
+        let clock = Timestamp::from_second(T0 + t.as_secs() as i64).unwrap();
+        let named = |v: &Verdict| {
+            let has_say = matches!(v, Verdict::Claim(c) if !usable(&[v.clone(), Verdict::NoClaim], clock).is_empty() && c.endpoint.as_str() != ROGUE);
+            names(v).filter(|_| has_say)
+        };
+        history.push([named(&verdicts[0]), named(&verdicts[1])]);
+        let claims = usable(&verdicts, clock);
+        let established = resolver.established();
+        for (hub, c) in &claims {
+            if Some(*hub) == established
+                && floor
+                    .as_ref()
+                    .is_none_or(|f| freshness(c, f) == Ordering::Greater)
+            {
+                floor = Some(c.clone());
+            }
+            if freshest_seen
+                .as_ref()
+                .is_none_or(|(_, f)| freshness(c, f) == Ordering::Greater)
+            {
+                freshest_seen = Some((*hub, c.clone()));
+            }
+        }
+        // Whether this round's claims for another hub are news: fresher than the basis.
+        news.push(claims.iter().all(|(hub, c)| {
+            Some(*hub) == established
+                || floor
+                    .as_ref()
+                    .is_none_or(|f| freshness(c, f) == Ordering::Greater)
+        }));
+        if rule == Rule::WithoutBasis {
+            resolver.forget_basis();
+        }
         let step = resolver.observe(clock, &[(P, &verdicts[0]), (S, &verdicts[1])]);
         if step.decision.is_some() {
             // The follower's write succeeds.
@@ -188,13 +294,15 @@ fn run(seed: u64, verbose: bool) -> Result<(), String> {
         }
         if verbose {
             println!(
-                "t={:>5}s active={:?} up={:?} part={} verdicts={:?} -> {:?} pending={:?}",
+                "t={:>5}s active={:?} epoch={} up={:?} part={} worker={:?} verdicts={:?} -> {:?} pending={:?}",
                 t.as_secs(),
                 world.active,
+                world.epoch,
                 world.up,
                 world.partitioned,
+                worker,
                 history[round],
-                step.decision,
+                step.decision.as_ref().map(|d| (d.hub, d.reason)),
                 resolver.pending()
             );
         }
@@ -226,6 +334,43 @@ fn run(seed: u64, verbose: bool) -> Result<(), String> {
                             );
                         }
                     }
+                    // Invariant: never a switch to a claim older than the basis. The switch
+                    // rests on a claim of this round for its hub, fresher than the floor.
+                    let Some(on) = claims
+                        .iter()
+                        .map(|(_, c)| c)
+                        .find(|c| Some(*c) == d.basis.as_ref())
+                    else {
+                        return fail(
+                            round,
+                            format!("a switch resting on no claim of this round: {:?}", d.basis),
+                        );
+                    };
+                    if let Some(f) = floor
+                        .as_ref()
+                        .filter(|f| f.epoch.is_some() || f.last_updated.is_some())
+                    {
+                        if freshness(on, f) != Ordering::Greater {
+                            return fail(
+                                round,
+                                format!(
+                                    "switched to {} on {on:?}, no fresher than the basis {f:?}",
+                                    d.hub
+                                ),
+                            );
+                        }
+                    }
+                    // Invariant, with epochs: whatever the clocks say, a switch goes to the hub
+                    // that the freshest claim seen so far names.
+                    if world.epochs {
+                        if let Some((hub, c)) = freshest_seen.as_ref().filter(|(h, _)| *h != d.hub)
+                        {
+                            return fail(
+                                round,
+                                format!("switched to {} while the freshest claim seen, {c:?}, names {hub}", d.hub),
+                            );
+                        }
+                    }
                     switches += 1;
                     if restart_at.is_none() {
                         let (at, _) = pacer.schedule(base + t, world.rng.f64());
@@ -242,13 +387,15 @@ fn run(seed: u64, verbose: bool) -> Result<(), String> {
                     return fail(round, "unexpected reason".into())
                 }
             }
+            floor = d.basis.clone();
             last_decision_round = round;
         } else if round == 0 {
             return fail(round, "no decision at startup".into());
         }
 
         // Invariant: N rounds in which every usable claim names the true Active (the same
-        // candidate: endpoint and identity), with at least one, leave the follower on it.
+        // candidate: endpoint and identity), with at least one, each fresher than the basis,
+        // leave the follower on it.
         if round + 1 >= N as usize {
             let window = &history[round + 1 - N as usize..=round];
             let first = window[0].iter().flatten().next().cloned();
@@ -259,7 +406,8 @@ fn run(seed: u64, verbose: bool) -> Result<(), String> {
                             && named.iter().flatten().all(|c| c == f)
                     })
             });
-            if agreed && resolver.established() != Some(world.active) {
+            let news = news[round + 1 - N as usize..=round].iter().all(|n| *n);
+            if agreed && news && resolver.established() != Some(world.active) {
                 return fail(
                     round,
                     format!(
@@ -306,19 +454,23 @@ fn run(seed: u64, verbose: bool) -> Result<(), String> {
     Ok(())
 }
 
+fn seeds() -> u64 {
+    std::env::var("HUB_SIM_SEEDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1000)
+}
+
 #[test]
 fn the_follower_keeps_its_invariants_over_many_random_worlds() {
     if let Ok(seed) = std::env::var("HUB_SIM_SEED") {
         let seed: u64 = seed.parse().expect("HUB_SIM_SEED is a number");
-        run(seed, true).unwrap();
+        run(seed, Rule::Real, true).unwrap();
         return;
     }
-    let seeds: u64 = std::env::var("HUB_SIM_SEEDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(1000);
+    let seeds = seeds();
     let failures: Vec<String> = (0..seeds)
-        .filter_map(|seed| run(seed, false).err())
+        .filter_map(|seed| run(seed, Rule::Real, false).err())
         .collect();
     assert!(
         failures.is_empty(),
@@ -329,12 +481,37 @@ fn the_follower_keeps_its_invariants_over_many_random_worlds() {
 }
 
 #[test]
-fn the_simulation_exercises_switches_flaps_and_rogue_claims() {
+fn a_resolver_without_the_basis_rule_is_caught() {
+    // The mutant forgets its basis before every round: the seed's rule, which let a stale
+    // claim move the worker back and forth once the worker had erased the fresh one.
+    let caught: Vec<String> = (0..seeds())
+        .filter_map(|seed| run(seed, Rule::WithoutBasis, false).err())
+        .collect();
+    assert!(
+        caught
+            .iter()
+            .any(|e| e.contains("no fresher than the basis")),
+        "the mutant went unnoticed in {} seeds ({} failed otherwise)",
+        seeds(),
+        caught.len()
+    );
+    println!(
+        "the mutant failed {} of {} seeds; first: {}",
+        caught.len(),
+        seeds(),
+        caught[0]
+    );
+}
+
+#[test]
+fn the_simulation_exercises_switches_erasures_stale_claims_and_rogue_claims() {
     // A simulation that never switched would prove nothing: count what the seeds produce.
-    let mut switches = 0;
-    let mut rogue_rounds = 0;
+    let (mut switches, mut rogue, mut stale, mut held, mut skewed, mut with_epochs) =
+        (0, 0, 0, 0, 0, 0);
     for seed in 0..50 {
         let mut world = World::new(seed);
+        skewed += usize::from(world.skew_secs.iter().any(|s| s.abs() > 60));
+        with_epochs += usize::from(world.epochs);
         let mut resolver = Resolver::new(
             vec![
                 (P, Endpoint::parse(EP[0]).unwrap()),
@@ -343,14 +520,16 @@ fn the_simulation_exercises_switches_flaps_and_rogue_claims() {
             N,
         );
         for round in 0..ROUNDS {
-            let v = world.step(POLL * round as u32);
             let t = POLL * round as u32;
-            let clock = Timestamp::from_second(1_800_000_000 + t.as_secs() as i64).unwrap();
+            let v = world.step(t, resolver.established());
+            let clock = Timestamp::from_second(T0 + t.as_secs() as i64).unwrap();
             let step = resolver.observe(clock, &[(P, &v[0]), (S, &v[1])]);
             if step.decision.is_some() {
                 resolver.published();
             }
-            rogue_rounds += step.rejected.len();
+            rogue += step.rejected.len();
+            stale += step.stale.len();
+            held += usize::from(step.held.is_some());
             switches += step
                 .decision
                 .filter(|d| d.reason == Reason::Switch)
@@ -358,8 +537,15 @@ fn the_simulation_exercises_switches_flaps_and_rogue_claims() {
         }
     }
     assert!(switches >= 50, "only {switches} switches in 50 seeds");
+    assert!(rogue >= 50, "only {rogue} rogue claims in 50 seeds");
+    assert!(stale >= 50, "only {stale} stale claims in 50 seeds");
+    assert!(held >= 50, "only {held} held rounds in 50 seeds");
     assert!(
-        rogue_rounds >= 50,
-        "only {rogue_rounds} rogue claims in 50 seeds"
+        skewed >= 5,
+        "only {skewed} of 50 worlds with clocks minutes off"
+    );
+    assert!(
+        with_epochs >= 10,
+        "only {with_epochs} of 50 worlds with epochs"
     );
 }

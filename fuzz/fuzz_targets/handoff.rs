@@ -8,6 +8,9 @@ fuzz_target!(|data: &[u8]| {
     if let Ok(h) = hub_follower::handoff::Handoff::from_json(data, std::path::Path::new("fuzz")) {
         let _ = h.to_env();
         let _ = h.to_kubeconfig();
+        if let Some(b) = &h.basis {
+            let _ = b.claim();
+        }
         let again = hub_follower::handoff::Handoff::from_json(h.to_json().as_bytes(), std::path::Path::new("fuzz"));
         assert_eq!(again.ok().as_ref(), Some(&h));
     }

@@ -3,8 +3,11 @@
 use jiff::Timestamp;
 
 use super::Follower;
+use crate::claim::Claim;
 use crate::events::Fact;
 use crate::hub::Probe;
+use crate::resolver::{Held, Hold};
+use crate::state::{ClaimView, HeldView, SeenClaim};
 use crate::verdict::{HubId, Verdict};
 
 impl Follower {
@@ -89,6 +92,107 @@ impl Follower {
         }
     }
 
+    /// Keeps each hub's last claim for `/status`, and counts claims that vanished. Absence is
+    /// not evidence: the worker-operator erases the claim on the hub it talks to.
+    pub(super) fn note_claim(&mut self, probe: &Probe, now: Timestamp) {
+        match &probe.verdict {
+            Verdict::Claim(c) => {
+                self.last_seen.insert(
+                    probe.hub,
+                    SeenClaim {
+                        claim: ClaimView::of(c),
+                        seen_at: now.to_string(),
+                    },
+                );
+                self.claimed.insert(probe.hub, true);
+            }
+            Verdict::NoClaim => {
+                if self.claimed.insert(probe.hub, false) == Some(true) {
+                    let counter = self
+                        .metrics
+                        .claims_vanished
+                        .with_label_values(&[probe.hub.as_str()]);
+                    if counter.get() == 0 {
+                        tracing::info!(hub = %probe.hub, "the hub's claim vanished; that is no say, not a say against it (the worker-operator erases the claim on the hub it talks to). /status keeps the last one seen; later ones are counted in kubeslice_worker_hub_claims_vanished_total");
+                    } else {
+                        tracing::debug!(hub = %probe.hub, "the hub's claim vanished");
+                    }
+                    counter.inc();
+                }
+            }
+            // No answer is no news about the claim.
+            Verdict::Error(_) => {}
+        }
+    }
+
+    /// Counts the hubs whose claim was old news this round.
+    pub(super) fn note_stale(&self, stale: &[HubId]) {
+        for hub in stale {
+            self.metrics
+                .claims_older_than_basis
+                .with_label_values(&[hub.as_str()])
+                .inc();
+        }
+    }
+
+    /// Shows a held winner in `/status` while it lasts; logs it and records an Event when it
+    /// starts or changes, and logs its end.
+    pub(super) fn note_held(&mut self, held: Option<Held>, now: Timestamp) {
+        let Some(held) = held else {
+            if let Some(was) = self.view.borrow().held.as_ref() {
+                tracing::info!(candidate = %was.candidate, "no longer holding back a switch");
+            }
+            self.view.send_modify(|s| s.held = None);
+            return;
+        };
+        let (reason, why) = match &held.why {
+            Hold::NotFresherThanBasis { claim, basis } => (
+                "older_than_basis",
+                format!(
+                    "its claim ({}) is not fresher than the claim the current decision rests on ({}); a hub that comes back with an old claim does not move the worker",
+                    freshness_words(claim),
+                    freshness_words(basis)
+                ),
+            ),
+            Hold::Unauthenticated(e) => (
+                "unauthenticated",
+                format!(
+                    "that hub refuses our credential ({e}), so the worker would be refused there too; check its token and CA with `hub-follower check`"
+                ),
+            ),
+        };
+        self.metrics
+            .switches_held
+            .with_label_values(&[reason])
+            .inc();
+        let previous = self.view.borrow().held.clone();
+        let same = previous.as_ref().is_some_and(|p| {
+            p.candidate == held.candidate.hub
+                && p.identity == held.candidate.identity
+                && p.reason == reason
+        });
+        let since = match previous.filter(|_| same) {
+            Some(p) => p.since,
+            None => {
+                tracing::warn!(candidate = %held.candidate.hub, reason, why = %why, "not moving the worker");
+                self.events.send(Fact::SwitchHeld {
+                    candidate: held.candidate.hub,
+                    why: why.clone(),
+                });
+                now.to_string()
+            }
+        };
+        self.view.send_modify(|s| {
+            s.held = Some(HeldView {
+                candidate: held.candidate.hub,
+                identity: held.candidate.identity.clone(),
+                reason,
+                why,
+                since,
+            })
+        });
+    }
+
     pub(super) fn verdict_summary(&self) -> String {
         self.config
             .hubs
@@ -99,5 +203,16 @@ impl Follower {
             })
             .collect::<Vec<_>>()
             .join(" ")
+    }
+}
+
+/// A claim's freshness in words, for logs and Events.
+fn freshness_words(c: &Claim) -> String {
+    let date = c
+        .last_updated
+        .map_or("no lastUpdated".to_string(), |t| format!("lastUpdated {t}"));
+    match c.epoch {
+        Some(e) => format!("epoch {e}, {date}"),
+        None => date,
     }
 }

@@ -32,5 +32,6 @@ pub fn handoff(hub: HubId, generation: u64, reason: Reason) -> Handoff {
         decided_at: "2026-12-02T10:00:00Z".into(),
         reason,
         namespace: None,
+        basis: None,
     }
 }

@@ -222,6 +222,13 @@ impl FakeHub {
         s.changed();
     }
 
+    /// Publishes `status.activeController` exactly as given (an epoch, a bad field).
+    pub fn publish(&self, active_controller: serde_json::Value) {
+        let mut s = self.state.lock().unwrap();
+        s.active_controller = Some(active_controller);
+        s.changed();
+    }
+
     pub fn clear_claim(&self) {
         let mut s = self.state.lock().unwrap();
         s.active_controller = None;

@@ -190,6 +190,23 @@ impl Sidecar {
         panic!("timed out waiting until {what}; logs:\n{}", self.logs());
     }
 
+    /// Waits until `rounds` more rounds have completed: a round is complete once the next one
+    /// has begun (`/status` shows each round's start as `lastRoundAt`).
+    pub fn wait_rounds(&self, rounds: usize) {
+        let mut seen = Vec::new();
+        self.wait_until(
+            &format!("{rounds} more rounds"),
+            Duration::from_secs(30),
+            |s| {
+                let at = s.status()["lastRoundAt"].clone();
+                if seen.last() != Some(&at) {
+                    seen.push(at);
+                }
+                seen.len() > rounds + 1
+            },
+        );
+    }
+
     /// SIGTERM, then the exit status and how long the exit took.
     pub fn terminate(&mut self) -> (ExitStatus, Duration) {
         let started = Instant::now();
