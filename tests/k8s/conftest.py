@@ -22,16 +22,19 @@ def workdir() -> Path:
 
 @pytest.fixture(scope="session")
 def pki(workdir: Path) -> Pki:
+    """The CA and service-account signer of the worker's own cluster (the node's control plane)."""
     return Pki(workdir / "pki")
 
 
 @pytest.fixture(scope="session")
-def hubs(workdir: Path, pki: Pki):
-    """Hub A (the primary) and hub B (the secondary): separate API servers, separate etcds."""
+def hubs(workdir: Path):
+    """Hub A (the primary) and hub B (the secondary): separate API servers, separate etcds, and
+    each its own CA and service-account signing key, so a credential of one is refused by the
+    other and a test can tell which one the worker used."""
     planes = []
     try:
         for name in ("hub-a", "hub-b"):
-            planes.append(ControlPlane(name, workdir / name, pki).start())
+            planes.append(ControlPlane(name, workdir / name, Pki(workdir / name / "pki")).start())
         yield tuple(Hub(cp).install() for cp in planes)
     finally:
         for cp in planes:
@@ -43,6 +46,7 @@ def pytest_runtest_makereport(item, call):
     """On a failure, show the logs of the processes the test used."""
     outcome = yield
     report = outcome.get_result()
+    setattr(item, "rep_" + report.when, report)  # fixtures look at rep_call to keep a failure's logs
     if report.when == "call" and report.failed:
         for name in ("follower",):
             f = item.funcargs.get(name)

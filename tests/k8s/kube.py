@@ -36,48 +36,86 @@ NODE_NAME = "hf-node"
 # Copies instead of overlay mounts: slower for big images, and these are a few MiB.
 SNAPSHOTTER = "native"
 
-# The Cluster CRD as the KubeSlice controller serves it, reduced to what hub-follower reads.
-# status.activeController is declared: a structural schema prunes undeclared fields, and
-# that pruning is one of the things the real API server brings.
-CLUSTER_CRD = {
-    "apiVersion": "apiextensions.k8s.io/v1",
-    "kind": "CustomResourceDefinition",
-    "metadata": {"name": "clusters.controller.kubeslice.io"},
-    "spec": {
-        "group": "controller.kubeslice.io",
-        "scope": "Namespaced",
-        "names": {"plural": "clusters", "singular": "cluster", "kind": "Cluster", "listKind": "ClusterList"},
-        "versions": [
-            {
-                "name": "v1alpha1",
-                "served": True,
-                "storage": True,
-                "subresources": {"status": {}},
-                "schema": {
-                    "openAPIV3Schema": {
-                        "type": "object",
-                        "properties": {
-                            "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
-                            "status": {
-                                "type": "object",
-                                "properties": {
-                                    "activeController": {
-                                        "type": "object",
-                                        "properties": {
-                                            "endpoint": {"type": "string"},
-                                            "identity": {"type": "string"},
-                                            "lastUpdated": {"type": "string", "format": "date-time"},
-                                        },
-                                    }
-                                },
-                            },
-                        },
-                    }
-                },
-            }
-        ],
+# The upstream worker-operator's Go module (tests/k8s/worker/go.mod) ships the CRDs it needs:
+# config/crd/bases (networking.kubeslice.io) for its own cluster, tests/files/crd for a hub.
+WORKER_MODULE = "github.com/kubeslice/worker-operator"
+HUB_CRDS = ("controller.kubeslice.io_clusters.yaml", "controller.kubeslice.io_vpnkeyrotations.yaml",
+            "worker.kubeslice.io_workerserviceimports.yaml", "worker.kubeslice.io_workersliceconfigs.yaml",
+            "worker.kubeslice.io_workerslicegateways.yaml", "crd-workerslicegwrecycler.yaml")
+# What an HA controller must declare on the Cluster CRD: a structural schema prunes undeclared
+# status fields, so without it the API server drops every claim. The CRD in the module
+# (kubeslice/apis v0.4.0) does not declare it.
+ACTIVE_CONTROLLER_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "endpoint": {"type": "string"},
+        "identity": {"type": "string"},
+        "lastUpdated": {"type": "string", "format": "date-time"},
+        "epoch": {"type": "integer", "format": "int64"},
     },
 }
+# The worker-operator's ServiceAccount on a hub, and what it needs in the project namespace
+# (found by running it against an API server that logs every refusal).
+WORKER_HUB_RULES = [
+    {"apiGroups": ["controller.kubeslice.io"], "resources": ["clusters", "vpnkeyrotations"],
+     "verbs": ["get", "list", "watch", "update", "patch"]},
+    {"apiGroups": ["controller.kubeslice.io"], "resources": ["clusters/status", "vpnkeyrotations/status"],
+     "verbs": ["get", "update", "patch"]},
+    {"apiGroups": ["controller.kubeslice.io"], "resources": ["serviceexportconfigs"],
+     "verbs": ["create", "delete", "get", "list", "watch", "update", "patch"]},
+    {"apiGroups": ["worker.kubeslice.io"], "resources": ["workersliceconfigs", "workerslicegateways", "workerserviceimports"],
+     "verbs": ["get", "list", "watch", "update", "patch"]},
+    {"apiGroups": ["worker.kubeslice.io"], "resources": ["workerslicegwrecyclers"],
+     "verbs": ["create", "delete", "get", "list", "watch", "update", "patch"]},
+    {"apiGroups": ["worker.kubeslice.io"], "resources": ["workersliceconfigs/status", "workerslicegateways/status",
+                                                        "workerserviceimports/status", "workerslicegwrecyclers/status"],
+     "verbs": ["get", "update", "patch"]},
+    {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "list", "watch", "create", "update", "patch"]},
+    {"apiGroups": ["", "events.k8s.io"], "resources": ["events"], "verbs": ["create", "patch"]},
+]
+# The API servers log every write to KubeSlice kinds, and every request of the worker-operator's
+# service account (refusals included), with the user who made it: the hubs' side of the proof
+# of which credential the worker used.
+WORKER_SA = ("kubeslice-demo", "kubeslice-worker-1")
+AUDIT_POLICY = {
+    "apiVersion": "audit.k8s.io/v1", "kind": "Policy", "omitStages": ["RequestReceived"],
+    "rules": [
+        {"level": "Metadata", "users": [f"system:serviceaccount:{WORKER_SA[0]}:{WORKER_SA[1]}"]},
+        {"level": "Metadata", "verbs": ["create", "update", "patch", "delete"],
+         "resources": [{"group": "controller.kubeslice.io"}, {"group": "worker.kubeslice.io"}]},
+        {"level": "None"},
+    ],
+}
+
+
+def worker_module_dir() -> Path:
+    """Where Go keeps the worker-operator module that tests/k8s/worker/go.mod pins (build.sh
+    has downloaded it)."""
+    r = subprocess.run(["go", "list", "-m", "-f", "{{.Dir}}", WORKER_MODULE], cwd=REPO / "tests" / "k8s" / "worker",
+                       capture_output=True, text=True, check=True)
+    return Path(r.stdout.strip())
+
+
+def yaml_docs(path: Path) -> list[dict[str, Any]]:
+    import yaml
+
+    return [d for d in yaml.safe_load_all(path.read_text()) if d]
+
+
+def hub_crds() -> list[dict[str, Any]]:
+    """The hub CRDs from the worker-operator's module, the Cluster CRD given activeController."""
+    crds = [d for name in HUB_CRDS for d in yaml_docs(worker_module_dir() / "tests" / "files" / "crd" / name)]
+    for crd in crds:
+        if crd["metadata"]["name"] == "clusters.controller.kubeslice.io":
+            for version in crd["spec"]["versions"]:
+                status = version["schema"]["openAPIV3Schema"]["properties"]["status"]
+                status["properties"]["activeController"] = ACTIVE_CONTROLLER_SCHEMA
+    return crds
+
+
+def worker_cluster_crds() -> list[dict[str, Any]]:
+    """The networking.kubeslice.io CRDs the worker-operator serves on its own cluster."""
+    return [d for f in sorted((worker_module_dir() / "config" / "crd" / "bases").glob("*.yaml")) for d in yaml_docs(f)]
 
 
 def free_port() -> int:
@@ -261,9 +299,30 @@ class ControlPlane:
             f"--kubelet-certificate-authority={self.pki.ca_crt}",
             f"--kubelet-client-certificate={self.admin[0]}", f"--kubelet-client-key={self.admin[1]}",
             "--profiling=false", "--v=1",
+            f"--audit-policy-file={self.root / 'audit-policy.json'}", f"--audit-log-path={self.audit_log}",
+            "--audit-log-mode=blocking", "--audit-log-format=json",
         ]
+        (self.root / "audit-policy.json").write_text(json.dumps(AUDIT_POLICY))
         self.apiserver = Proc(f"{self.name}-apiserver", argv, self.root / "apiserver.log").start()
         self.wait_ready()
+
+    @property
+    def audit_log(self) -> Path:
+        return self.root / "audit.log"
+
+    def audit(self) -> list[dict[str, Any]]:
+        """The audit log's entries (ResponseComplete and the like), oldest first."""
+        try:
+            lines = self.audit_log.read_text(errors="replace").splitlines()
+        except OSError:
+            return []
+        out = []
+        for line in lines:
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                pass  # a line being written
+        return out
 
     def wait_ready(self, timeout: float = 90) -> None:
         wait_for(f"{self.name}'s kube-apiserver /readyz", lambda: self.readyz() == 200, timeout, every=0.25)
@@ -324,18 +383,23 @@ class ControlPlane:
 
 @dataclass
 class Hub:
-    """A KubeSlice controller's cluster as hub-follower sees it: the Cluster CRD, the worker's
-    Cluster object in the project namespace, and an identity that may read it."""
+    """A KubeSlice controller's cluster as the worker sees it: the hub CRDs of the upstream
+    worker-operator's module (the Cluster CRD declaring activeController), the worker's Cluster
+    object in the project namespace, an identity that may only read it (hub-follower's in the
+    process tests), and the worker-operator's own, with the Role it needs."""
 
     cp: ControlPlane
-    namespace: str = "kubeslice-demo"
+    namespace: str = WORKER_SA[0]
     cluster: str = "worker-1"
     reader: str = "worker-1"  # the service account hub-follower authenticates as
+    worker: str = WORKER_SA[1]  # the upstream worker-operator's service account
 
     def install(self) -> "Hub":
         cp = self.cp
-        cp.apply(CLUSTER_CRD)
-        cp.kubectl("wait", "--for=condition=Established", "crd/clusters.controller.kubeslice.io", "--timeout=60s")
+        crds = hub_crds()
+        cp.apply(*crds)
+        for crd in crds:
+            cp.kubectl("wait", "--for=condition=Established", f"crd/{crd['metadata']['name']}", "--timeout=60s")
         ns = self.namespace
         cp.apply(
             {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}},
@@ -347,15 +411,30 @@ class Hub:
             {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": "cluster-reader", "namespace": ns},
              "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "cluster-reader"},
              "subjects": [{"kind": "ServiceAccount", "name": self.reader, "namespace": ns}]},
+            {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": self.worker, "namespace": ns}},
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "kubeslice-worker", "namespace": ns},
+             "rules": WORKER_HUB_RULES},
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": "kubeslice-worker", "namespace": ns},
+             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "kubeslice-worker"},
+             "subjects": [{"kind": "ServiceAccount", "name": self.worker, "namespace": ns}]},
         )
         wait_for("the Cluster kind to be served", lambda: cp.kubectl("get", "clusters.controller.kubeslice.io", "-n", ns, check=False).returncode == 0, 30)
+        # The dashboard enabled: the worker then skips posting dashboard credentials.
         cp.apply({"apiVersion": "controller.kubeslice.io/v1alpha1", "kind": "Cluster",
-                  "metadata": {"name": self.cluster, "namespace": ns}, "spec": {}})
+                  "metadata": {"name": self.cluster, "namespace": ns},
+                  "spec": {"clusterProperty": {"monitoring": {"kubernetesDashboard": {"enabled": True}}}}})
         return self
 
-    def claim(self, endpoint: str, identity: str, last_updated: str | None = None) -> None:
+    @property
+    def worker_user(self) -> str:
+        return f"system:serviceaccount:{self.namespace}:{self.worker}"
+
+    def claim(self, endpoint: str, identity: str, last_updated: str | None = None, epoch: int | None = None) -> None:
         """Publishes status.activeController, as the controller does, through the status subresource."""
-        status = {"activeController": {"endpoint": endpoint, "identity": identity, "lastUpdated": last_updated or now_rfc3339()}}
+        claim: dict[str, Any] = {"endpoint": endpoint, "identity": identity, "lastUpdated": last_updated or now_rfc3339()}
+        if epoch is not None:
+            claim["epoch"] = epoch
+        status = {"activeController": claim}
         self.cp.kubectl("patch", "clusters.controller.kubeslice.io", self.cluster, "-n", self.namespace,
                         "--subresource=status", "--type=merge", "-p", json.dumps({"status": status}))
 

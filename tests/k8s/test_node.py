@@ -64,9 +64,9 @@ def node(workdir: Path, pki, hubs):
             {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "kube-root-ca.crt", "namespace": NS},
              "data": {"ca.crt": pki.ca_crt.read_text()}},
             {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "kubeslice-hub-token", "namespace": NS},
-             "data": {"token": b64(a.token()), "ca.crt": b64(pki.ca_crt.read_bytes())}},
+             "data": {"token": b64(a.token()), "ca.crt": b64(a.cp.pki.ca_crt.read_bytes())}},
             {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "kubeslice-hub-secondary-token", "namespace": NS},
-             "data": {"token": b64(b.token()), "ca.crt": b64(pki.ca_crt.read_bytes())}},
+             "data": {"token": b64(b.token()), "ca.crt": b64(b.cp.pki.ca_crt.read_bytes())}},
         )
         yield n
     finally:
