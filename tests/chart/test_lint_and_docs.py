@@ -154,3 +154,43 @@ def test_the_documented_minimal_values_are_enough(worker_chart):
             for d in r.docs:
                 chartkit.validate_k8s(d, kube.rpartition(".")[0])
             assert r.sidecar["env"][0]["valueFrom"]["secretKeyRef"]["name"] == "kubeslice-hub"
+
+
+OPERATIONS = chartkit.REPO / "docs" / "operations.md"
+
+
+def secondary_secret_names(text: str) -> dict[str, set[str]]:
+    """The secondary hub's Secret as a text names it: in `secretName:` values and
+    `secretKeyRef` names, and in `create secret generic` commands."""
+    return {
+        "secretName": set(re.findall(r"secretName: (kubeslice-hub-secondary[\w.-]*)", text)),
+        "secretKeyRef": set(re.findall(r"name: (kubeslice-hub-secondary[\w.-]*)", text)),
+        "created": set(re.findall(r"create secret generic (kubeslice-hub-secondary[\w.-]*)", text)),
+        "named": set(re.findall(r'Secret "(kubeslice-hub-secondary[\w.-]*)"', text)),
+    }
+
+
+def test_one_name_for_the_secondary_secret_everywhere(chart):
+    # The example chart's default is the name; every doc that sets the value or creates
+    # the Secret uses it, so commands copied as written give the pod its mount.
+    default = yaml.safe_load((chartkit.EXAMPLE / "values.yaml").read_text())["hubFollower"]["secondary"]["secretName"]
+    sources = {
+        "README.md": chartkit.README.read_text(),
+        "docs/helm.md": chartkit.DOCS.read_text(),
+        "docs/operations.md": OPERATIONS.read_text(),
+        "charts/hub-follower/values.yaml": (chartkit.LIBRARY / "values.yaml").read_text(),
+        "NOTES": chartkit.render(chart).notes,
+    }
+    seen = set()
+    for source, text in sources.items():
+        for where, names in secondary_secret_names(text).items():
+            assert names <= {default}, (source, where, names)
+            seen |= names
+    assert seen == {default}
+    assert secondary_secret_names(sources["NOTES"])["named"] == {default}
+    # The Secret the README's and helm.md's values name is the one helm.md §4 and
+    # operations.md create.
+    for source in ("README.md", "docs/helm.md"):
+        assert secondary_secret_names(sources[source])["secretName"] == {default}, source
+    for source in ("docs/helm.md", "docs/operations.md"):
+        assert secondary_secret_names(sources[source])["created"] == {default}, source
