@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shutil
 
 import helm_python as helm
 import pytest
@@ -194,3 +195,38 @@ def test_one_name_for_the_secondary_secret_everywhere(chart):
         assert secondary_secret_names(sources[source])["secretName"] == {default}, source
     for source in ("docs/helm.md", "docs/operations.md"):
         assert secondary_secret_names(sources[source])["created"] == {default}, source
+
+
+def readme_section(title: str) -> str:
+    text = chartkit.README.read_text()
+    start = text.index(f"\n## {title}\n")
+    end = text.find("\n## ", start + 1)
+    return text[start:end if end != -1 else len(text)]
+
+
+def test_readme_first_screen_is_the_two_commands():
+    text = chartkit.README.read_text()
+    first = re.search(r"```sh\n(.*?)```", text, flags=re.S).group(1)
+    assert [l.split("#")[0].strip() for l in first.splitlines()] == ["cargo run --example demo", "bash scripts/test"]
+    assert text.index(first) < text.index("## Quick start with Helm")
+
+
+def test_readme_quick_start_runs_helm_dependency_update(tmp_path):
+    quick = readme_section("Quick start with Helm")
+    blocks = re.findall(r"```(\w+)\n(.*?)```", quick, flags=re.S)
+    kinds = [k for k, _ in blocks]
+    # The dependency (yaml), the wrap (gotemplate), then `helm dependency update` (sh),
+    # before the values that turn it on.
+    dep = next(i for i, (k, b) in enumerate(blocks) if k == "yaml" and "dependencies:" in b)
+    update = next(i for i, (k, b) in enumerate(blocks) if k == "sh" and re.search(r"^helm dependency update \S+$", b, flags=re.M))
+    values = next(i for i, (k, b) in enumerate(blocks) if k == "yaml" and "hubFollower:" in b)
+    assert dep < kinds.index("gotemplate") < update < values
+    assert 'no template "hub-follower.inject"' in quick
+    # And that is what Helm says without it: the fixture with its dependency declared
+    # but not fetched.
+    ignore = shutil.ignore_patterns("charts", "Chart.lock")
+    shutil.copytree(chartkit.LIBRARY, tmp_path / chartkit.LIBRARY.name, ignore=ignore)
+    shutil.copytree(chartkit.FIXTURE, tmp_path / chartkit.FIXTURE.name, ignore=ignore)
+    with helm.Chart.load(tmp_path / chartkit.FIXTURE.name) as unfetched:
+        message = chartkit.render_error(unfetched, {"hubFollower": {"enabled": True}})
+    assert 'no template "hub-follower.inject"' in message
