@@ -1,0 +1,456 @@
+"""The upstream KubeSlice worker-operator, exec-wrapped by hub-follower, on the real node.
+
+The worker is `github.com/kubeslice/worker-operator` v1.6.4 as released (tests/k8s/worker/go.mod,
+built by build.sh), in an image of its own as `/manager`. The pod is the kubeslice-worker-shaped
+fixture chart (tests/chart/fixtures/kubeslice-worker) rendered with real Helm and hub-follower
+injected: signal mode, a native sidecar, the exec wrapper. Its kube-rbac-proxy container runs
+the pause image (there is no registry here); everything else is the chart's.
+
+Each hub has its own CA and service-account signer, the hub CRDs of the worker-operator's
+module (the Cluster CRD given `status.activeController`), and an audit log naming the user of
+every write to a KubeSlice kind: that log is the hubs' side of the proof of which hub the
+worker writes to, with which credential.
+
+The real worker writes the Cluster status whole, so it erases any claim published on the hub
+it talks to (within milliseconds). Scenarios a-d run on one pod, in order; e and the timing
+use pods of their own.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+from kube import BIN, IMAGES, NODE_NAME, REPO, ControlPlane, Hub, Node, b64, oci_archive, wait_for, worker_cluster_crds
+from test_node import IMAGE_REPO, NODE_SOCK, NS, PAUSE, Pod, build_images
+
+sys.path.insert(0, str(REPO / "tests" / "chart"))
+import chartkit  # noqa: E402
+
+A_ID, B_ID = "ctrl-a", "ctrl-b"
+LONG_AGO = "2026-01-01T00:00:00Z"
+WORKER_IMAGE = f"{IMAGE_REPO}/worker-operator"
+SA = "kubeslice-controller-manager"  # the fixture chart's pod service account
+WEBHOOK_SECRET = "kubeslice-admission-webhook-certs"
+SIDECAR_PORT = 8095  # the chart's hubFollower.port, on the host network
+WRITES = ("create", "update", "patch", "delete")
+RESULTS = REPO / "target" / "k8s" / "real-worker-latency.json"
+LOGS = REPO / "target" / "k8s"
+
+
+def stamp(t: float) -> str:
+    return datetime.fromtimestamp(t, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_ts(s: str) -> float:
+    return datetime.fromisoformat(s.replace("Z", "+00:00")).timestamp()
+
+
+# ---------------------------------------------------------------------------------------------
+# The hubs' side: the audit log
+
+
+def worker_writes(hub: Hub, since: float = 0.0) -> list[dict[str, Any]]:
+    """Writes the hub accepted from the worker-operator's service account, received at or after since."""
+    return [e for e in hub.cp.audit()
+            if e.get("stage") == "ResponseComplete" and e.get("user", {}).get("username") == hub.worker_user
+            and e.get("verb") in WRITES and e.get("responseStatus", {}).get("code", 500) < 400
+            and parse_ts(e["requestReceivedTimestamp"]) >= since]
+
+
+def refusals(hub: Hub) -> list[str]:
+    """Requests of the worker's service account that RBAC refused."""
+    return sorted({f"{e['verb']} {e.get('objectRef', {}).get('resource')}/{e.get('objectRef', {}).get('subresource', '')}"
+                   for e in hub.cp.audit()
+                   if e.get("user", {}).get("username") == hub.worker_user and e.get("responseStatus", {}).get("code") == 403})
+
+
+def status_writes(hub: Hub, since: float) -> list[dict[str, Any]]:
+    return [e for e in worker_writes(hub, since) if e.get("objectRef", {}).get("resource") == "clusters"
+            and e["objectRef"].get("subresource") == "status"]
+
+
+def namespaces_on(hub: Hub) -> list[str]:
+    return [n.get("name") for n in hub.status().get("namespaces") or []]
+
+
+def has_claim(hub: Hub) -> bool:
+    return "activeController" in hub.status()
+
+
+# ---------------------------------------------------------------------------------------------
+# The pod
+
+
+def build_worker_image() -> Path:
+    binary = BIN / "worker-operator"
+    assert binary.exists(), f"{binary} is missing: tests/k8s/build.sh builds it"
+    out = IMAGES / "worker-operator.tar"
+    if not out.exists() or out.stat().st_mtime < binary.stat().st_mtime:
+        oci_archive(out, f"{WORKER_IMAGE}:test", {"manager": (binary, 0o755)}, ["/manager"], user="65532")
+    return out
+
+
+class RealWorkerPod(Pod):
+    """One rendering of the kubeslice-worker fixture chart, with hub-follower, on the node."""
+
+    def __init__(self, node: Node, chart, hubs, name: str, secondary_secret: str):
+        a, b = hubs
+        self.cp, self.name = node.cp, name
+        values = {
+            "cluster": {"name": a.cluster, "endpoint": node.cp.endpoint},
+            "operator": {"image": WORKER_IMAGE, "tag": "test", "pullPolicy": "Never", "logLevel": "INFO"},
+            "rbacProxy": {"image": f"{IMAGE_REPO}/pause", "tag": "test"},
+            "controllerSecret": {"namespace": b64(a.namespace), "endpoint": b64(a.cp.endpoint),
+                                 "ca.crt": b64(a.cp.pki.ca_crt.read_bytes()), "token": b64(a.token(a.worker))},
+            "hubFollower": {"enabled": True,
+                            "image": {"repository": f"{IMAGE_REPO}/hub-follower", "tag": "test", "pullPolicy": "Never"},
+                            "secondary": {"endpoint": b.cp.endpoint, "secretName": secondary_secret},
+                            "restart": {"mode": "signal"}, "nativeSidecar": True, "execWrapper": True},
+        }
+        rendered = chartkit.render(chart, values, kube_version="1.34")
+        template = rendered.deployment["spec"]["template"]
+        spec = json.loads(json.dumps(template["spec"]))
+        spec.update(nodeName=NODE_NAME, hostNetwork=True, dnsPolicy="Default")
+        # No kube-proxy: the `kubernetes` Service's cluster IP leads nowhere, so the worker and
+        # the sidecar get this cluster's API server address themselves.
+        for c in spec.get("initContainers", []) + spec["containers"]:
+            if c["name"] in ("hub-follower", "manager"):
+                c.setdefault("env", []).extend([
+                    {"name": "KUBERNETES_SERVICE_HOST", "value": "127.0.0.1"},
+                    {"name": "KUBERNETES_SERVICE_PORT", "value": str(node.cp.port)},
+                ])
+        self.rbac = rendered.kind("Role") + rendered.kind("RoleBinding")
+        self.others = rendered.kind("Secret") + rendered.kind("ConfigMap")
+        self.manifest = {"apiVersion": "v1", "kind": "Pod",
+                         "metadata": {"name": name, "namespace": NS, **json.loads(json.dumps(template["metadata"]))},
+                         "spec": spec}
+
+    def create(self) -> "RealWorkerPod":
+        self.cp.apply(*self.others, *self.rbac)
+        self.cp.apply(self.manifest)
+        return self
+
+    def worker_hub(self) -> str | None:
+        """The hub the running worker was started on, as the exec wrapper logged it."""
+        for line in reversed(self.logs("manager")):
+            m = re.search(r"hub-follower exec: starting on hub (\w+)", line)
+            if m:
+                return m.group(1)
+        return None
+
+    def manager_started(self) -> float:
+        """When the running manager started, rounded up to the next second (kubelet reports
+        whole seconds): writes from then on are the running worker's, not its predecessor's."""
+        return parse_ts(self.container("manager")["state"]["running"]["startedAt"]) + 1
+
+    # --- the sidecar, on the host network
+
+    def _get(self, path: str) -> str:
+        with urllib.request.urlopen(f"http://127.0.0.1:{SIDECAR_PORT}{path}", timeout=3) as r:
+            return r.read().decode()
+
+    def status(self) -> dict[str, Any]:
+        return json.loads(self._get("/status"))
+
+    def metric(self, name: str, **labels: str) -> float:
+        """The sum of the series of `name` with these labels; a metric with no such series fails."""
+        found = []
+        for line in self._get("/metrics").splitlines():
+            m = re.match(r"^([a-z_]+)(\{[^}]*\})? (\S+)$", line)
+            if m and m.group(1) == name:
+                series = dict(re.findall(r'(\w+)="([^"]*)"', m.group(2) or ""))
+                if all(series.get(k) == v for k, v in labels.items()):
+                    found.append(float(m.group(3)))
+        if not found:
+            raise AssertionError(f"no series {name}{labels} in the sidecar's /metrics")
+        return sum(found)
+
+    def check(self) -> dict[str, Any]:
+        """`hub-follower check` in the sidecar container, as an operator runs it."""
+        r = self.cp.kubectl("exec", self.name, "-n", NS, "-c", "hub-follower", "--", "/hub-follower", "check", "--output", "json",
+                            check=False)
+        assert r.stdout.strip(), f"kubectl exec ... hub-follower check printed nothing: {r.stderr}"
+        return json.loads(r.stdout)
+
+    def manager_pid(self) -> int:
+        cid = self.container("manager")["containerID"].split("://")[1]
+        out = subprocess.run(["ctr", "--address", str(NODE_SOCK[0]), "-n", "k8s.io", "tasks", "ls"], capture_output=True, text=True, check=True).stdout
+        for line in out.splitlines()[1:]:
+            task, pid, state = line.split()[:3]
+            if task == cid and state == "RUNNING":
+                return int(pid)
+        raise AssertionError(f"no running task for the manager container {cid}")
+
+    def save(self, tag: str) -> None:
+        """The pod's description and logs, kept under target/k8s for a look after the run."""
+        text = [self.describe()]
+        for c in ("manager", "hub-follower"):
+            text.append(f"--- {c}\n" + "\n".join(self.logs(c)))
+        (LOGS / f"real-worker-{tag}.txt").write_text("\n".join(text))
+
+
+def holds(what: str, check: Callable[[], bool], seconds: float, every: float = 1.0) -> None:
+    """Fails as soon as check() is false within the window: something that must NOT happen."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        assert check(), f"{what} stopped holding with {deadline - time.monotonic():.0f}s of {seconds:.0f}s left"
+        time.sleep(every)
+
+
+# ---------------------------------------------------------------------------------------------
+# Fixtures
+
+
+@pytest.fixture(scope="module")
+def real_node(workdir: Path, pki, hubs):
+    """The worker's own cluster (a control plane and a kubelet), with what the worker-operator
+    needs there: the networking.kubeslice.io CRDs, kubeslice-system, a gateway node, the
+    webhook certificate Secret, and its service account bound to cluster-admin (a test
+    shortcut for the chart's ClusterRole)."""
+    cp = ControlPlane("worker-cluster", workdir / "worker-cluster", pki)
+    n = Node(cp, workdir / "real-node")
+    try:
+        cp.start()
+        n.start(build_images() + [build_worker_image()], PAUSE)
+        NODE_SOCK[:] = [n.sock]
+        crds = worker_cluster_crds()
+        cp.apply(*crds)
+        for crd in crds:
+            cp.kubectl("wait", "--for=condition=Established", f"crd/{crd['metadata']['name']}", "--timeout=60s")
+        crt, key = pki.issue("webhook", "kubeslice-webhook-service.kubeslice-system.svc",
+                             dns=("kubeslice-webhook-service", "kubeslice-webhook-service.kubeslice-system.svc"))
+        cp.apply(
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}},
+            {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default", "namespace": NS}},
+            {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": SA, "namespace": NS}},
+            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "kube-root-ca.crt", "namespace": NS},
+             "data": {"ca.crt": pki.ca_crt.read_text()}},
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": "kubeslice-worker-test"},
+             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+             "subjects": [{"kind": "ServiceAccount", "name": SA, "namespace": NS}]},
+            {"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls", "metadata": {"name": WEBHOOK_SECRET, "namespace": NS},
+             "data": {"tls.crt": b64(crt.read_bytes()), "tls.key": b64(key.read_bytes()), "ca.crt": b64(pki.ca_crt.read_bytes())}},
+        )
+        cp.kubectl("label", "node", NODE_NAME, "kubeslice.io/node-type=gateway", "--overwrite")
+        yield n
+    finally:
+        n.stop()
+        cp.stop()
+
+
+@pytest.fixture(scope="module")
+def worker_chart(tmp_path_factory):
+    import helm_python as helm
+
+    with helm.Chart.load(chartkit.prepare_fixture(tmp_path_factory.mktemp("worker-chart"))) as chart:
+        yield chart
+
+
+def secondary_secret(node: Node, hub: Hub, name: str, token: str) -> str:
+    node.cp.apply({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": NS},
+                   "data": {"token": b64(token), "ca.crt": b64(hub.cp.pki.ca_crt.read_bytes())}})
+    return name
+
+
+def start_pod(node: Node, chart, hubs, name: str, secret: str) -> RealWorkerPod:
+    """Both hubs agree on A (an old claim); the pod starts; the worker registers on A."""
+    a, b = hubs
+    for hub in hubs:
+        hub.claim(a.cp.endpoint, A_ID, LONG_AGO)
+    t0 = time.time()
+    pod = RealWorkerPod(node, chart, hubs, name, secret).create()
+    wait_for(f"{name}'s worker registered on hub A", lambda: a.status().get("registrationStatus") == "Registered" and status_writes(a, t0), 180, every=0.5)
+    return pod
+
+
+@pytest.fixture(scope="class")
+def pod(real_node, worker_chart, hubs):
+    """One pod for scenarios a-d, in order."""
+    a, b = hubs
+    p = None
+    try:
+        p = start_pod(real_node, worker_chart, hubs, "real-worker", secondary_secret(real_node, b, "kubeslice-hub-secondary", b.token(b.worker)))
+        yield p
+    finally:
+        if p is not None:
+            p.save("a-d")
+            p.delete()
+
+
+# ---------------------------------------------------------------------------------------------
+# Scenarios a-d on one pod
+
+
+class TestOnePod:
+    marks: dict[str, float] = {}
+
+    def test_before_the_promotion_only_hub_a_receives_the_workers_writes(self, pod, hubs):
+        a, b = hubs
+        # The worker posts its cluster's namespaces (all but a built-in few) to the hub.
+        pod.cp.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "proof-before"}})
+        wait_for("proof-before in A's status.namespaces", lambda: "proof-before" in namespaces_on(a), 30)
+        assert pod.worker_hub() == "primary"
+        assert worker_writes(b) == [], "hub B received writes from the worker before any promotion"
+        # The Role on the hubs is enough: the API server refused the worker nothing.
+        assert refusals(a) == []
+        # The worker erased A's claim (it writes status whole): the finding this rule answers.
+        wait_for("A's claim erased by the worker", lambda: not has_claim(a), 30)
+
+    def test_a_one_failover_moves_the_worker_exactly_once_onto_b(self, pod, hubs):
+        a, b = hubs
+        t0 = time.time()
+        self.marks["promotion"] = t0
+        b.claim(b.cp.endpoint, B_ID)
+        wait_for("the worker restarted onto B", lambda: pod.restarts("manager") == 1 and pod.worker_hub() == "secondary", 180, every=0.5)
+        started = pod.manager_started()
+        first = wait_for("the worker's first write on hub B", lambda: status_writes(b, t0), 120, every=0.2)
+        print(f"promotion -> first status write on B: {parse_ts(first[0]['requestReceivedTimestamp']) - t0:.2f}s")
+        # The worker erases B's claim as soon as it talks to B.
+        wait_for("B's claim erased by the worker", lambda: not has_claim(b), 60)
+
+        # The proof, from the hubs' side: a namespace made on the worker's cluster reaches B's
+        # Cluster, written by B's service account (B's audit log names the user), and not A's.
+        t_ns = time.time()
+        pod.cp.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "proof-a"}})
+        wait_for("proof-a in B's status.namespaces", lambda: "proof-a" in namespaces_on(b), 30)
+        by_b = status_writes(b, t_ns)
+        assert by_b and all(e["user"]["username"] == b.worker_user for e in by_b), by_b
+        cluster = json.loads(b.cp.kubectl("get", "clusters.controller.kubeslice.io", b.cluster, "-n", b.namespace,
+                                          "--show-managed-fields", "-o", "json").stdout)
+        managed = [m for m in cluster["metadata"]["managedFields"] if m.get("subresource") == "status"]
+        assert any(m["operation"] == "Update" and parse_ts(m["time"]) >= int(t_ns) for m in managed), managed
+        assert "proof-a" not in namespaces_on(a)
+        assert worker_writes(a, started) == [], "hub A received a write from the worker after the switch"
+        assert refusals(b) == []
+
+        time.sleep(10)  # long enough for a second, wrong restart to show
+        assert pod.restarts("manager") == 1
+        assert pod.restarts("hub-follower") == 0
+
+    def test_b_the_erased_claim_and_a_stale_claim_on_a_move_nothing_for_2_minutes(self, pod, hubs):
+        a, b = hubs
+        assert pod.worker_hub() == "secondary", "scenario a did not leave the worker on B"
+        # A's controller is back, carrying its stale claim (older than B's promotion); B's claim
+        # is gone, erased by the worker.
+        a.claim(a.cp.endpoint, A_ID, stamp(self.marks["promotion"] - 30))
+        assert not has_claim(b)
+        wait_for("the sidecar seeing A's stale claim", lambda: (pod.status()["hubs"]["primary"].get("claim") or {}).get("identity") == A_ID, 30)
+        started = pod.manager_started()
+        holds("no restart and the worker on B", lambda: pod.restarts("manager") == 1 and pod.worker_hub() == "secondary", 120)
+        assert worker_writes(a, started) == [], "hub A received a write from the worker"
+
+    def test_c_b_erased_and_republished_10_times_moves_nothing(self, pod, hubs):
+        a, b = hubs
+        assert pod.worker_hub() == "secondary", "the worker is not on B"
+        for i in range(10):
+            b.claim(b.cp.endpoint, B_ID)
+            wait_for(f"the worker erasing B's claim, time {i + 1}", lambda: not has_claim(b), 30, every=0.05)
+            time.sleep(0.5)
+        vanished = wait_for("vanished claims counted on B", lambda: pod.metric("kubeslice_worker_hub_claims_vanished_total", hub="secondary"), 30)
+        print(f"claims seen vanishing on B: {vanished:.0f}")
+        holds("no restart", lambda: pod.restarts("manager") == 1 and pod.worker_hub() == "secondary", 30)
+
+    def test_d_a_genuine_failback_restarts_once_more_onto_a(self, pod, hubs):
+        a, b = hubs
+        assert pod.worker_hub() == "secondary" and pod.restarts("manager") == 1, "the worker is not on B after one restart"
+        t0 = time.time()
+        a.claim(a.cp.endpoint, A_ID)
+        wait_for("the worker restarted onto A", lambda: pod.restarts("manager") == 2 and pod.worker_hub() == "primary", 240, every=0.5)
+        started = pod.manager_started()
+        wait_for("the worker's first write on hub A", lambda: status_writes(a, t0), 120, every=0.2)
+        pod.cp.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "proof-d"}})
+        wait_for("proof-d in A's status.namespaces", lambda: "proof-d" in namespaces_on(a), 30)
+        holds("no further restart", lambda: pod.restarts("manager") == 2, 20)
+        assert "proof-d" not in namespaces_on(b)
+        assert worker_writes(b, started) == [], "hub B received a write from the worker after the failback"
+
+
+# ---------------------------------------------------------------------------------------------
+# e: B's credential revoked before the promotion
+
+
+def test_e_a_revoked_standby_credential_is_reported_and_holds_the_switch(real_node, worker_chart, hubs):
+    a, b = hubs
+    # A token bound to a Secret dies with it: deleting the Secret revokes exactly that token.
+    b.cp.apply({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "worker-token-e", "namespace": b.namespace}})
+    secret = secondary_secret(real_node, b, "kubeslice-hub-secondary-e", b.token(b.worker, bound_secret="worker-token-e"))
+    pod = start_pod(real_node, worker_chart, hubs, "real-worker-e", secret)
+    try:
+        wait_for("B answering with the bound token", lambda: pod.status()["hubs"]["secondary"]["verdict"] in ("claim", "no_claim"), 30)
+        b.cp.kubectl("delete", "secret", "worker-token-e", "-n", b.namespace)
+
+        # Before any failover, all three say so.
+        wait_for("unauthorized reads of B counted", lambda: pod.metric("kubeslice_worker_hub_probe_errors_total", hub="secondary", reason="unauthorized") > 0, 60)
+        wait_for("the HubUnreachable Event on the pod",
+                 lambda: [e for e in pod.recorded() if e["reason"] == "HubUnreachable" and "secondary" in e.get("note", "")], 60)
+        report = pod.check()
+        (secondary,) = [h for h in report["hubs"] if h["hub"] == "secondary"]
+        assert secondary["reason"] == "unauthorized", report
+        assert pod.restarts("manager") == 0
+
+        # The promotion is visible on A, the hub that still answers. The worker on A would erase
+        # it within milliseconds, so it is paused while the claim stands: a wrong switch still
+        # restarts it (the sidecar's SIGTERM stays pending, its SIGKILL after killAfter does not).
+        worker = pod.manager_pid()
+        os.kill(worker, signal.SIGSTOP)
+        try:
+            for hub in hubs:
+                hub.claim(b.cp.endpoint, B_ID)
+            held = wait_for("/status saying the switch is held", lambda: pod.status().get("held"), 60)
+            assert held["candidate"] == "secondary" and held["why"], held
+            wait_for("the HubSwitchHeld Event on the pod", lambda: [e for e in pod.recorded() if e["reason"] == "HubSwitchHeld"], 30)
+            # Three times the longest a switch takes at the chart's defaults (confirmations,
+            # jitter, killAfter): hub-follower does not move the worker to B.
+            holds("the worker not restarted", lambda: pod.restarts("manager") == 0 and pod.status().get("held"), 45)
+        finally:
+            try:
+                os.kill(worker, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+    finally:
+        pod.save("e")
+        pod.delete()
+
+
+# ---------------------------------------------------------------------------------------------
+# Timing
+
+
+def test_promotion_to_the_real_workers_first_write_on_b(real_node, worker_chart, hubs):
+    """Promotion -> the real worker's first write on hub B (B's audit log), at the chart's
+    defaults, over 5 fresh pods (each restart is its container's first: no kubelet back-off)."""
+    a, b = hubs
+    secret = secondary_secret(real_node, b, "kubeslice-hub-secondary", b.token(b.worker))
+    samples = []
+    for i in range(5):
+        pod = start_pod(real_node, worker_chart, hubs, f"real-worker-t{i}", secret)
+        try:
+            wait_for("A's claim erased by the worker", lambda: not has_claim(a), 30)
+            t0 = time.time()
+            b.claim(b.cp.endpoint, B_ID)
+            first = wait_for("the worker's first write on hub B", lambda: status_writes(b, t0), 180, every=0.1)
+            wrote = parse_ts(first[0]["requestReceivedTimestamp"])
+            state = wait_for("the restarted manager's status", lambda: pod.restarts("manager") == 1 and pod.container("manager")["state"].get("running"), 30)
+            started = parse_ts(state["startedAt"])
+            samples.append({"total": wrote - t0, "worker_started": started - t0, "started_to_write": wrote - started})
+        finally:
+            if i == 0:
+                pod.save("timing")
+            pod.delete()
+    RESULTS.write_text(json.dumps(samples, indent=1))
+    for key in ("total", "worker_started", "started_to_write"):
+        values = sorted(s[key] for s in samples)
+        print(f"{key}: p50 {statistics.median(values):.2f}s max {values[-1]:.2f}s  {['%.2f' % v for v in values]}")
