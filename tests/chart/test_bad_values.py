@@ -121,7 +121,7 @@ TEMPLATE_CASES = [
     ("worker-endpoint-http", {"worker": {"hubEndpoint": "http://hub-1:6443"}}, "hubFollower.primary.endpoint", "not an https:// URL"),
     ("primary-volume-unknown", hf(primary={"volumeName": "hub-secret"}), "hubFollower.primary.volumeName", 'the pod has no volume "hub-secret"'),
     ("primary-token-elsewhere", hf(primary={"tokenFile": "/etc/hub/token"}), "hubFollower.primary.volumeName", "mounts nothing that holds its HUB_TOKEN_FILE /etc/hub/token"),
-    ("worker-container-unknown", hf(worker={"container": "operator"}), "hubFollower.worker.container", 'no Deployment in the manifests has a container named "operator"'),
+    ("worker-container-unknown", hf(worker={"container": "operator"}), "hubFollower.worker.container", 'no Deployment or StatefulSet in the manifests has a container named "operator"'),
     ("wrapper-without-command", {"worker": {"command": None}}, "hubFollower.execWrapper", "has no `command` to wrap"),
     ("secondary-endpoint-twice", hf(secondary={"endpointFrom": {"secretKeyRef": {"name": "s", "key": "endpoint"}}}), "hubFollower.secondary.endpointFrom", "not both"),
     ("controller-secret-without-ca", hf(secondary={"controllerSecret": {"token": "dG9rZW4="}}), "hubFollower.secondary.controllerSecret", "`token` and `ca.crt`"),

@@ -230,3 +230,18 @@ def test_readme_quick_start_runs_helm_dependency_update(tmp_path):
     with helm.Chart.load(tmp_path / chartkit.FIXTURE.name) as unfetched:
         message = chartkit.render_error(unfetched, {"hubFollower": {"enabled": True}})
     assert 'no template "hub-follower.inject"' in message
+
+
+def test_operations_installs_with_one_include():
+    text = OPERATIONS.read_text()
+    installing = text[text.index("\n## Installing\n"):text.index("\n## Prerequisites on the hubs\n")]
+    assert "one `include`" in installing and "hub-follower.inject" in installing
+    assert not re.search(r"\bfew\b[^.]*include", installing), installing
+
+
+def test_docs_show_the_notes_call_the_fixture_uses():
+    # The NOTES call is the inject's dict, so the notes can name the patched workload.
+    notes_call = chartkit.FIXTURE_WRAP.replace("hub-follower.inject", "hub-follower.notes")
+    assert notes_call in (chartkit.FIXTURE / "templates" / "NOTES.txt").read_text()
+    assert notes_call in chartkit.DOCS.read_text()
+    assert '{{ include "hub-follower.notes" . }}' not in chartkit.DOCS.read_text()

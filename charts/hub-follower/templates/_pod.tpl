@@ -11,9 +11,10 @@ and renders it through this template:
 
 `manifests` is a string of one or more YAML documents. While hubFollower.enabled is
 false it is returned as it is, byte for byte. Otherwise every document is parsed
-(fromYaml, split on `---` lines); the Deployment whose pod template has the worker
-container (hubFollower.worker.container, default `manager`) is patched as data and
-written back with toYaml; every other document is returned as it was. After them come
+(hub-follower.documents: line breaks made LF, split on `---` and `...` lines); the
+Deployment or StatefulSet whose pod template has the worker container
+(hubFollower.worker.container, default `manager`) is patched as data and written back
+with toYaml; every other document is returned as it was. After them come
 the documents hub-follower renders itself: the secondary hub's Secret
 (secondary.controllerSecret), the Role and RoleBinding for Events (events.enabled and
 events.rbac.create), the PodMonitor (metrics.podMonitor.enabled), the PrometheusRule
@@ -35,46 +36,25 @@ it mounts the worker's own volume that holds the token file, at the same path.
 {{- fail "hub-follower.inject takes (dict \"root\" . \"manifests\" (include \"<your worker template>\" .))" -}}
 {{- end -}}
 {{- $root := .root -}}
-{{- $text := toString .manifests -}}
 {{- if not (include "hub-follower.enabled" $root) -}}
-{{- $text -}}
+{{- toString .manifests -}}
 {{- else -}}
-{{- $hf := $root.Values.hubFollower -}}
-{{- $name := $hf.worker.container -}}
 {{- $out := list -}}
 {{- $target := dict -}}
-{{- range $raw := regexSplit "(?m)^---[ \\t]*(#.*)?$" $text -1 -}}
-{{- $body := trimAll "\n" $raw -}}
-{{- if trim $body -}}
-{{- $obj := fromYaml $body -}}
-{{- if and (hasKey $obj "Error") (eq (len $obj) 1) -}}
-{{- fail (printf "hub-follower.inject: a document in the manifests is not valid YAML (%s):\n%s" $obj.Error $body) -}}
-{{- end -}}
-{{- $isWorker := false -}}
-{{- if eq (toString $obj.kind) "Deployment" -}}
-{{- range (dig "spec" "template" "spec" "containers" (list) $obj) -}}
-{{- if eq (toString .name) $name }}{{ $isWorker = true }}{{ end -}}
-{{- end -}}
-{{- end -}}
-{{- if $isWorker -}}
-{{- if $target -}}
-{{- fail (printf "hub-follower.inject: more than one Deployment has a container named %q (hubFollower.worker.container); wrap only the worker's" $name) -}}
-{{- end -}}
+{{- range $obj := include "hub-follower.documents" . | fromJsonArray -}}
+{{- if include "hub-follower.isWorker" (dict "root" $root "obj" $obj) -}}
 {{- $target = $obj -}}
 {{- $out = append $out (dict "worker" $obj) -}}
 {{- else -}}
-{{- $out = append $out (dict "raw" $body) -}}
+{{- $out = append $out (dict "raw" $obj.body) -}}
 {{- end -}}
-{{- end -}}
-{{- end -}}
-{{- if not $target -}}
-{{- fail (printf "hub-follower.inject: no Deployment in the manifests has a container named %q; set hubFollower.worker.container to the worker container's name" $name) -}}
 {{- end -}}
 {{- $extra := include "hub-follower.patch" (dict "root" $root "deployment" $target) -}}
 {{- $docs := list -}}
 {{- range $out -}}
 {{- if hasKey . "worker" -}}
-{{- $docs = append $docs (toYaml .worker) -}}
+{{- $worker := omit .worker "body" -}}
+{{- $docs = append $docs (toYaml $worker) -}}
 {{- else -}}
 {{- $docs = append $docs .raw -}}
 {{- end -}}
@@ -85,7 +65,76 @@ it mounts the worker's own volume that holds the token file, at the same path.
 {{- end -}}
 
 {{/*
-Patches the worker Deployment in place (takes (dict "root" $ "deployment" MAP)) and
+The parent's manifests as a JSON list of their documents (takes the inject dict), each
+the parsed object with its text under "body". It fails rather than let two documents
+run together or the worker go missing:
+
+- Line breaks are normalized first (CRLF, CR and the other breaks YAML 1.1 knows
+  become LF), so a separator line is found whatever the parent's line endings; a
+  `---\r` line left in a document would make the YAML parser read only its first half.
+- Documents are split on every `---` line and on `...` (document end) lines. A
+  separator that carries anything but a comment (`--- !tag`, `--- |`, `--- {}`) is
+  refused: its content would start a document the split cannot keep whole.
+- Exactly one Deployment or StatefulSet must have the worker container.
+*/}}
+{{- define "hub-follower.documents" -}}
+{{- $root := .root -}}
+{{- $name := $root.Values.hubFollower.worker.container -}}
+{{- $text := toString .manifests | replace "\r\n" "\n" | replace "\r" "\n" | replace "\u0085" "\n" | replace "\u2028" "\n" | replace "\u2029" "\n" -}}
+{{- range $sep := regexFindAll "(?m)^---[ \\t].*$" $text -1 -}}
+{{- $rest := trim (trimPrefix "---" $sep) -}}
+{{- if and $rest (not (hasPrefix "#" $rest)) -}}
+{{- fail (printf "hub-follower.inject: the document separator %q carries content (a tag, or the start of the document); write `---` alone on its line and the document from the next line on, so that no two documents are read as one" $sep) -}}
+{{- end -}}
+{{- end -}}
+{{- $objs := list -}}
+{{- $seen := list -}}
+{{- $workers := list -}}
+{{- range $raw := regexSplit "(?m)^(---([ \\t].*)?|\\.\\.\\.[ \\t]*(#.*)?)$" $text -1 -}}
+{{- $body := trimAll "\n" $raw -}}
+{{- if trim $body -}}
+{{- $obj := fromYaml $body -}}
+{{- if and (hasKey $obj "Error") (eq (len $obj) 1) -}}
+{{- fail (printf "hub-follower.inject: a document in the manifests is not valid YAML (%s):\n%s" $obj.Error $body) -}}
+{{- end -}}
+{{- /* A document of comments only is passed on and counts as no object. */ -}}
+{{- if $obj -}}
+{{- $seen = append $seen (printf "%s %s" (toString ($obj.kind | default "(no kind)")) (toString (dig "metadata" "name" "(no name)" $obj))) -}}
+{{- if include "hub-follower.isWorker" (dict "root" $root "obj" $obj) -}}
+{{- $workers = append $workers (printf "%s %s" $obj.kind (toString (dig "metadata" "name" "" $obj))) -}}
+{{- end -}}
+{{- end -}}
+{{- $_ := set $obj "body" $body -}}
+{{- $objs = append $objs $obj -}}
+{{- end -}}
+{{- end -}}
+{{- if not $seen -}}
+{{- fail (printf "hub-follower.inject: the manifests are empty: the worker's template rendered nothing, so there is no Deployment or StatefulSet with a container named %q to add hub-follower to. Render the worker through hub-follower.inject, or set hubFollower.enabled: false" $name) -}}
+{{- end -}}
+{{- if not $workers -}}
+{{- fail (printf "hub-follower.inject: no Deployment or StatefulSet in the manifests has a container named %q (hubFollower.worker.container); they hold only: %s. Pass the worker's Deployment through hub-follower.inject, or set hubFollower.worker.container to the worker container's name" $name (join ", " $seen)) -}}
+{{- end -}}
+{{- if gt (len $workers) 1 -}}
+{{- fail (printf "hub-follower.inject: more than one workload has a container named %q (hubFollower.worker.container): %s; wrap only the worker's" $name (join ", " $workers)) -}}
+{{- end -}}
+{{- toJson $objs -}}
+{{- end -}}
+
+{{/* "true" when the object (takes (dict "root" $ "obj" MAP)) is a Deployment or a
+StatefulSet whose pod template has the worker container. The patch touches only the
+pod template, which both kinds have at spec.template. */}}
+{{- define "hub-follower.isWorker" -}}
+{{- $name := .root.Values.hubFollower.worker.container -}}
+{{- if has (toString .obj.kind) (list "Deployment" "StatefulSet") -}}
+{{- range (dig "spec" "template" "spec" "containers" (list) .obj) -}}
+{{- if eq (toString .name) $name }}true{{ end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+Patches the worker Deployment or StatefulSet in place (takes (dict "root" $
+"deployment" MAP); the patch reads and changes only its pod template) and
 renders the extra documents hub-follower adds, joined by `---`.
 */}}
 {{- define "hub-follower.patch" -}}
@@ -293,13 +342,30 @@ spec:
 {{- end -}}
 {{- end -}}
 
-{{/* Lines for the parent's NOTES.txt: {{ include "hub-follower.notes" . }} */}}
+{{/* Lines for the parent's NOTES.txt. Takes the same dict as hub-follower.inject,
+  {{ include "hub-follower.notes" (dict "root" . "manifests" (include "<your worker template>" .)) }}
+and names the workload it patches in the commands it prints. Given only the root
+context, it prints a placeholder for the workload instead. */}}
 {{- define "hub-follower.notes" -}}
-{{- $hf := .Values.hubFollower -}}
-{{- if include "hub-follower.enabled" . -}}
-{{- $native := include "hub-follower.native" . -}}
+{{- $root := . -}}
+{{- if and (kindIs "map" .) (hasKey . "root") }}{{ $root = .root }}{{ end -}}
+{{- $hf := $root.Values.hubFollower -}}
+{{- if include "hub-follower.enabled" $root -}}
+{{- $native := include "hub-follower.native" $root -}}
+{{- $workload := "<the worker's Deployment>" -}}
+{{- $namespace := $root.Release.Namespace -}}
+{{- if and (kindIs "map" .) (hasKey . "root") (hasKey . "manifests") -}}
+{{- range include "hub-follower.documents" . | fromJsonArray -}}
+{{- if include "hub-follower.isWorker" (dict "root" $root "obj" .) -}}
+{{- $workload = printf "%s/%s" (lower (toString .kind)) (toString .metadata.name) -}}
+{{- $namespace = dig "metadata" "namespace" $namespace . -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- with $root -}}
 hub-follower is on: restart mode {{ $hf.restart.mode }}, {{ if $native }}native sidecar{{ else }}regular sidecar container{{ end }} (Kubernetes {{ .Capabilities.KubeVersion.Version }}), exec wrapper {{ if $hf.execWrapper }}on{{ else }}off{{ end }}.
-  Status:  kubectl -n {{ .Release.Namespace }} port-forward deploy/<worker> {{ $hf.port | int64 }}
+  Check:   kubectl -n {{ $namespace }} exec {{ $workload }} -c hub-follower -- /hub-follower check
+  Status:  kubectl -n {{ $namespace }} port-forward {{ $workload }} {{ $hf.port | int64 }}
            then: curl localhost:{{ $hf.port | int64 }}/status
 {{- if include "hub-follower.twoHubs" . }}
   The Secret {{ $hf.secondary.secretName | quote }} must hold `token` and `ca.crt` for the secondary hub{{ with $hf.secondary.endpoint }} {{ . }}{{ end }}{{ if $hf.secondary.controllerSecret.token }} (rendered from secondary.controllerSecret){{ end }}.
@@ -326,6 +392,7 @@ hub-follower is on: restart mode {{ $hf.restart.mode }}, {{ if $native }}native 
 {{- if and $hf.metrics.scrapeAnnotations (not $hf.metrics.podMonitor.enabled) }}
   Metrics: the sidecar's prometheus.io annotations are added only to a pod that has
   none; where the worker has its own, scrape port hub-follower with metrics.podMonitor.
+{{- end }}
 {{- end }}
 {{- end -}}
 {{- end -}}
