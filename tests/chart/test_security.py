@@ -79,3 +79,36 @@ def test_installer_never_runs_as_root(worker_chart):
     ictx = r.installer["securityContext"]
     assert ictx["runAsUser"] != 0 and ictx["runAsNonRoot"] is True
     assert ictx["capabilities"] == {"drop": ["ALL"]}
+
+
+SECURITY_MD = chartkit.REPO / "SECURITY.md"
+
+
+def security_section(title: str) -> str:
+    text = SECURITY_MD.read_text()
+    start = text.index(f"\n### {title}\n")
+    return text[start:text.index("\n## ", start)]
+
+
+def test_security_md_says_what_the_pods_token_is_used_for(worker_chart):
+    # SECURITY.md: the sidecar shares the pod's service-account token, uses it for
+    # Events only, and none of it with events.enabled: false. The chart bears it out.
+    section = security_section("The pod's service-account token")
+    for claim in ("same Kubernetes identity", "create and patch Events", "events.enabled: false",
+                  "does not use the pod's token", "HUB_EVENTS=false", "no\nRBAC"):
+        assert claim in section, claim
+    on = chartkit.render(worker_chart, chartkit.hf(enabled=True, secondary=SECONDARY))
+    env = chartkit.env(on.sidecar)
+    assert env["HUB_EVENTS"] == "true"
+    # The only RBAC of the wrap: create and patch on events, for the pod's own account.
+    (role,) = [d for d in on.kind("Role") if d["metadata"]["name"].endswith("-hub-follower-events")]
+    assert role["rules"] == [{"apiGroups": ["", "events.k8s.io"], "resources": ["events"], "verbs": ["create", "patch"]}]
+    (binding,) = [d for d in on.kind("RoleBinding") if d["metadata"]["name"] == role["metadata"]["name"]]
+    assert [s["name"] for s in binding["subjects"]] == [on.pod["serviceAccountName"]]
+    # No account of its own: the pod's.
+    assert "serviceAccountName" not in on.sidecar and on.kind("ServiceAccount") == []
+    off = chartkit.render(worker_chart, chartkit.hf(enabled=True, secondary=SECONDARY, events={"enabled": False}))
+    env = chartkit.env(off.sidecar)
+    assert env["HUB_EVENTS"] == "false"
+    assert not {"POD_NAME", "POD_NAMESPACE", "POD_UID"} & set(env)
+    assert [d for d in off.docs if d["kind"] in ("Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding")] == []

@@ -1,7 +1,8 @@
 """charts/hub-follower/patches/kubeslice-worker-1.3.1.patch against the real
 kubeslice-worker 1.3.1 chart (tests/chart/fixtures/kubeslice-worker-1.3.1, copied from
 kubeslice/kubeslice): it applies with `patch -p1`, it changes nothing while
-hubFollower.enabled is false, and with it on the operator Deployment gets the sidecar."""
+hubFollower.enabled is false, and with it on the operator Deployment gets the sidecar.
+Also what that chart's own RBAC already grants the pod for Events."""
 
 from __future__ import annotations
 
@@ -150,6 +151,52 @@ def test_enabled_the_operator_gets_the_sidecar(patched, unpatched):
     assert sorted((d["kind"], d["metadata"]["name"]) for d in added) == [
         ("Role", "kubeslice-operator-hub-follower-events"), ("RoleBinding", "kubeslice-operator-hub-follower-events")]
     assert "kubectl -n kubeslice-system exec deployment/kubeslice-operator -c hub-follower -- /hub-follower check" in r.notes
+
+
+def grants(docs: list[dict[str, Any]], namespace: str, account: str, group: str, verb: str) -> list[str]:
+    """The roles, bound to the service account by the chart's own bindings, that allow
+    `verb` on `events` of API group `group` in `namespace`."""
+    roles = {(d["kind"], d["metadata"].get("namespace"), d["metadata"]["name"]): d for d in docs if d["kind"] in ("Role", "ClusterRole")}
+    found = []
+    for b in docs:
+        if b["kind"] not in ("RoleBinding", "ClusterRoleBinding"):
+            continue
+        if b["kind"] == "RoleBinding" and b["metadata"].get("namespace") != namespace:
+            continue
+        if not any(s.get("kind") == "ServiceAccount" and s["name"] == account and s.get("namespace") == namespace for s in b["subjects"]):
+            continue
+        ref = b["roleRef"]
+        role = roles.get((ref["kind"], None if ref["kind"] == "ClusterRole" else b["metadata"]["namespace"], ref["name"]))
+        for rule in (role or {}).get("rules") or []:
+            if (group in rule.get("apiGroups", []) or "*" in rule.get("apiGroups", [])) \
+                    and ({"events", "*"} & set(rule.get("resources", []))) \
+                    and ({verb, "*"} & set(rule.get("verbs", []))):
+                found.append(f"{ref['kind']}/{ref['name']}")
+    return sorted(set(found))
+
+
+def test_the_charts_own_rbac_already_grants_what_the_events_need(unpatched):
+    # The sidecar records events.k8s.io/v1 Events (kube-runtime's Recorder) with the pod's
+    # service account. kubeslice-worker 1.3.1 grants that account create and patch on
+    # Events in both API groups already: the core group through its leader-election Role
+    # (and its manager ClusterRole), events.k8s.io only through the manager ClusterRole.
+    docs = chartkit.render(unpatched, BASE).docs
+    deployment = [d for d in docs if d["kind"] == "Deployment" and d["metadata"]["name"] == OPERATOR][0]
+    namespace = deployment["metadata"]["namespace"]
+    account = deployment["spec"]["template"]["spec"]["serviceAccountName"]
+    assert (namespace, account) == ("kubeslice-system", "kubeslice-controller-manager")
+    for verb in ("create", "patch"):
+        assert grants(docs, namespace, account, "", verb) == ["ClusterRole/kubeslice-manager-role", "Role/kubeslice-leader-election-role"]
+        assert grants(docs, namespace, account, "events.k8s.io", verb) == ["ClusterRole/kubeslice-manager-role"]
+    # So events.rbac.create: false renders no RBAC of ours and loses nothing.
+    helm_md = chartkit.DOCS.read_text()
+    assert "kubeslice-leader-election-role" in helm_md and "kubeslice-manager-role" in helm_md
+
+
+def test_events_rbac_off_on_the_real_chart(patched):
+    values = dict(ON, hubFollower=dict(ON["hubFollower"], events={"rbac": {"create": False}}))
+    r = chartkit.render(patched, values)
+    assert not [d for d in r.docs if "hub-follower" in d["metadata"]["name"]]
 
 
 def test_docs_say_how_to_apply_and_reapply_the_patch():
