@@ -54,10 +54,13 @@ def test_line_endings_never_merge_documents(tmp_path, newline):
     assert "\r" not in chartkit.yaml.safe_dump(r.docs)
 
 
-def test_a_crlf_separator_in_a_worker_written_first_keeps_the_configmap(tmp_path):
-    # Only the separator line has a CR: the YAML parser would read `---\r` as a
-    # document start and keep the Deployment alone.
-    r = render(fixture_with(tmp_path, lambda t: t.replace("\n---\n", "\n---\r\n", 1)))
+@pytest.mark.parametrize("separator", ["\n---\r\n", "\r---\r", "\u2028---\u2028", "\u0085---\u0085"],
+                         ids=["crlf", "cr", "line-separator", "next-line"])
+def test_a_separator_line_of_any_line_break_keeps_the_configmap(tmp_path, separator):
+    # Only the separator line has the other break: the YAML parser (which knows the
+    # breaks of YAML 1.1) would read it as a document start and keep the Deployment
+    # alone, while a split on LF lines would not see it.
+    r = render(fixture_with(tmp_path, lambda t: t.replace("\n---\n", separator, 1)))
     assert_both_documents_whole(r)
 
 

@@ -205,3 +205,8 @@ def test_docs_say_how_to_apply_and_reapply_the_patch():
     assert "patch -p1" in text
     assert "helm pull kubeslice/kubeslice-worker --version 1.3.1 --untar" in text
     assert "helm dependency update" in text
+    # The README and operations.md point at that section by its anchor.
+    assert "\n### On the published kubeslice-worker chart: the patch\n" in text
+    anchor = "#on-the-published-kubeslice-worker-chart-the-patch"
+    assert f"docs/helm.md{anchor}" in chartkit.README.read_text()
+    assert f"helm.md{anchor}" in (chartkit.REPO / "docs" / "operations.md").read_text()
