@@ -32,6 +32,7 @@ OPERATOR = "kubeslice-operator"
 
 
 def apply_patch(chart_dir: Path, *extra: str) -> subprocess.CompletedProcess:
+    assert shutil.which("patch"), "these tests run GNU patch as a user would: install it (apt-get install patch)"
     return subprocess.run(["patch", "-p1", "--batch", *extra, "-i", str(PATCH)], cwd=chart_dir,
                           capture_output=True, text=True)
 
@@ -121,6 +122,16 @@ def test_disabled_the_patched_chart_renders_what_upstream_renders(patched, unpat
                 assert ours[name].strip() == theirs[name].strip()
             else:
                 assert steady(chartkit.load_all_strict(ours[name])) == steady(chartkit.load_all_strict(theirs[name])), name
+
+
+@pytest.mark.parametrize("mode", chartkit.MODES)
+def test_the_patched_chart_lints_clean(tmp_path_factory, mode):
+    chart_dir = upstream_copy(tmp_path_factory.mktemp("lint"), patched=True)
+    values = dict(ON, hubFollower=dict(ON["hubFollower"], restart={"mode": mode}))
+    report = helm.lint(chart_dir, values, strict=True)
+    assert report["total_charts_linted"] == 1
+    # Severity: 1 info, 2 warning, 3 error. Info ("icon is recommended") is allowed.
+    assert [m for m in report["messages"] if m["severity"] >= 2] + report["errors"] == []
 
 
 def test_enabled_the_operator_gets_the_sidecar(patched, unpatched):
