@@ -13,6 +13,7 @@ use kube::runtime::watcher::{self, Event};
 use kube::runtime::WatchStreamExt;
 use serde::Serialize;
 use tokio::sync::{watch, Notify};
+use tokio::time::Instant;
 
 use crate::claim::{parse_cluster, Endpoint};
 use crate::metrics::Metrics;
@@ -57,6 +58,9 @@ impl Default for WatchView {
     }
 }
 
+/// After a list that got no answer, the pause before the watch starts over.
+const LIST_RETRY: Duration = Duration::from_secs(10);
+
 /// What a claim change is compared on: the candidate, as the resolver compares it (without
 /// `lastUpdated`, which the Active republishes on a timer). A claim naming an unconfigured
 /// endpoint is none; the next poll reports it.
@@ -70,6 +74,9 @@ pub struct HubWatch {
     /// little above it, so a watch that hangs silently is dropped and re-established.
     pub timeout: Duration,
     pub trigger: Arc<Notify>,
+    /// How long a list may take (`--probe-timeout`): a hub that accepts the list and never
+    /// answers it is a failed list, not a watch forever `connecting`.
+    pub list_deadline: Duration,
     /// The configured hubs, to read a claim's candidate against.
     pub hubs: Vec<(HubId, Endpoint)>,
     pub metrics: Metrics,
@@ -110,12 +117,29 @@ impl HubWatch {
             let mut last: Option<Seen> = None;
             let mut initial: Seen = None;
             let mut healthy = true;
+            // While a list is outstanding: when it must have been answered. kube's watcher
+            // puts no deadline on it.
+            let mut list_due: Option<Instant> = Some(Instant::now() + self.list_deadline);
             loop {
                 let item = tokio::select! {
                     _ = shutdown.changed() => return,
                     // A rotated CA built a new client: watch with that one.
                     changed = clients.changed() => {
                         if changed.is_err() { return }
+                        break;
+                    }
+                    _ = sleep_until(list_due) => {
+                        let detail = format!(
+                            "no answer to the list within {} (--probe-timeout)",
+                            humantime::format_duration(self.list_deadline)
+                        );
+                        self.restarted("list_timeout", &detail, &mut healthy);
+                        // Start over after a pause: a hub that swallows requests is asked
+                        // again at most once per LIST_RETRY.
+                        tokio::select! {
+                            _ = shutdown.changed() => return,
+                            _ = tokio::time::sleep(LIST_RETRY) => {}
+                        }
                         break;
                     }
                     item = events.next() => item,
@@ -137,6 +161,8 @@ impl HubWatch {
                             watcher::Error::NoResourceVersion => "no_resource_version",
                         };
                         self.restarted(reason, &e.to_string(), &mut healthy);
+                        // The watcher backs off now; its next list starts with another `Init`.
+                        list_due = None;
                         continue;
                     }
                 };
@@ -163,6 +189,11 @@ impl HubWatch {
                 if delivered {
                     healthy = true;
                 }
+                list_due = match event {
+                    Event::Init => Some(Instant::now() + self.list_deadline),
+                    Event::InitApply(_) => list_due,
+                    _ => None,
+                };
                 let now_seen = match event {
                     Event::Init => {
                         initial = None;
@@ -231,6 +262,13 @@ impl HubWatch {
 
     fn count_event(&self) {
         self.view.send_modify(|v| v.events += 1);
+    }
+}
+
+async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
     }
 }
 

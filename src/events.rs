@@ -21,7 +21,7 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use crate::metrics::Outcome;
+use crate::metrics::{EventFailure as Failure, Outcome};
 use crate::verdict::{ErrorReason, HubId};
 
 /// Events of one kind written at once before the limit applies.
@@ -158,24 +158,52 @@ impl Fact {
 }
 
 /// Where the follower and the restart side send facts. Never blocks; a no-op when Events are
-/// off.
-#[derive(Debug, Clone, Default)]
-pub struct Sink(Option<(mpsc::Sender<Fact>, prometheus::IntCounter)>);
+/// off. The limiter runs here, before the queue, so a fact it holds back takes no slot in it.
+/// Each clone limits on its own: the follower and the restart side send different kinds.
+#[derive(Debug, Default)]
+pub struct Sink(Option<Queue>);
+
+#[derive(Debug)]
+struct Queue {
+    tx: mpsc::Sender<Note>,
+    failed: prometheus::IntCounterVec,
+    limiter: Limiter,
+}
+
+impl Clone for Sink {
+    fn clone(&self) -> Self {
+        Self(self.0.as_ref().map(|q| Queue {
+            tx: q.tx.clone(),
+            failed: q.failed.clone(),
+            limiter: Limiter::default(),
+        }))
+    }
+}
 
 impl Sink {
-    /// `failed` counts facts dropped for a full queue.
-    pub fn new(tx: mpsc::Sender<Fact>, failed: prometheus::IntCounter) -> Self {
-        Self(Some((tx, failed)))
+    /// `failed` counts what could not be recorded, by [`Failure`].
+    pub fn new(tx: mpsc::Sender<Note>, failed: prometheus::IntCounterVec) -> Self {
+        Self(Some(Queue {
+            tx,
+            failed,
+            limiter: Limiter::default(),
+        }))
     }
 
-    /// `false` when the fact was dropped (the queue is full or closed), and counted.
-    pub fn send(&self, fact: Fact) -> bool {
-        let Some((tx, failed)) = &self.0 else {
+    /// `false` when the fact was dropped (the queue is full or closed), and counted. A fact the
+    /// limiter holds back is not dropped: the next Event of its kind says how many were.
+    pub fn send(&mut self, fact: Fact) -> bool {
+        let Some(q) = &mut self.0 else {
             return true;
         };
-        let sent = tx.try_send(fact).is_ok();
+        let Some(note) = q.limiter.admit(Instant::now(), &fact) else {
+            return true;
+        };
+        let sent = q.tx.try_send(note).is_ok();
         if !sent {
-            failed.inc();
+            q.failed
+                .with_label_values(&[Failure::Dropped.as_str()])
+                .inc();
         }
         sent
     }
@@ -330,11 +358,33 @@ mod tests {
     #[test]
     fn a_sink_never_blocks_and_reports_a_full_queue() {
         let (tx, _rx) = mpsc::channel(1);
-        let failed = prometheus::IntCounter::new("f", "f").unwrap();
-        let sink = Sink::new(tx, failed.clone());
+        let failed =
+            prometheus::IntCounterVec::new(prometheus::Opts::new("f", "f"), &["reason"]).unwrap();
+        let mut sink = Sink::new(tx, failed.clone());
         assert!(sink.send(down(S)));
-        assert!(!sink.send(down(S)), "the queue holds one");
-        assert_eq!(failed.get(), 1);
+        assert!(!sink.send(down(P)), "the queue holds one");
+        assert_eq!(failed.with_label_values(&["dropped"]).get(), 1);
         assert!(Sink::default().send(down(S)), "off: nothing to drop");
+    }
+
+    #[test]
+    fn facts_the_limiter_holds_back_take_no_place_in_the_queue() {
+        let (tx, mut rx) = mpsc::channel(4);
+        let failed =
+            prometheus::IntCounterVec::new(prometheus::Opts::new("f", "f"), &["reason"]).unwrap();
+        let mut sink = Sink::new(tx, failed.clone());
+        // A flapping hub: 50 facts of one kind, a burst of them admitted.
+        for _ in 0..50 {
+            assert!(sink.send(down(S)));
+        }
+        assert_eq!(failed.with_label_values(&["dropped"]).get(), 0);
+        // The queue still has room for what matters next.
+        assert!(sink.send(up(S)));
+        let mut queued = Vec::new();
+        while let Ok(note) = rx.try_recv() {
+            queued.push(note.reason);
+        }
+        assert_eq!(queued.len(), BURST as usize + 1, "{queued:?}");
+        assert_eq!(queued.last(), Some(&"HubRecovered"));
     }
 }

@@ -50,7 +50,14 @@ pub struct HubClient {
     published: watch::Sender<Option<kube::Client>>,
     /// Not before then: the hub answered 429 or 503 with `Retry-After`.
     backoff_until: Option<Instant>,
+    /// The longest wait for any byte on a connection. The probes have their own, shorter
+    /// deadline; this one bounds the watch's requests, whose start kube does not bound.
+    read_bound: Option<Duration>,
 }
+
+/// How long past `--watch-timeout` a watch connection may stay silent: the API server ends a
+/// watch at its `timeoutSeconds`, so a silence longer than that is a hung request.
+pub const WATCH_SILENCE_MARGIN: Duration = Duration::from_secs(5);
 
 impl HubClient {
     pub fn new(config: HubConfig, namespace: &str, cluster: &str, timeout: Duration) -> Self {
@@ -62,7 +69,14 @@ impl HubClient {
             client: None,
             published: watch::channel(None).0,
             backoff_until: None,
+            read_bound: None,
         }
+    }
+
+    /// Bounds every wait for bytes on this hub's connections (see `read_bound`).
+    pub fn with_read_bound(mut self, bound: Option<Duration>) -> Self {
+        self.read_bound = bound;
+        self
     }
 
     /// One client per configured hub, in configuration order.
@@ -77,6 +91,7 @@ impl HubClient {
                     &config.cluster_name,
                     config.probe_timeout,
                 )
+                .with_read_bound(config.watch_timeout.map(|t| t + WATCH_SILENCE_MARGIN))
             })
             .collect()
     }
@@ -193,7 +208,12 @@ impl HubClient {
                 return Ok(client.clone());
             }
         }
-        let client = build_client(&self.config, &pem, self.timeout, self.token.clone())?;
+        let client = build_client(
+            &self.config,
+            &pem,
+            (self.timeout, self.read_bound),
+            self.token.clone(),
+        )?;
         self.client = Some((pem, client.clone()));
         self.published.send_replace(Some(client.clone()));
         Ok(client)
@@ -219,10 +239,11 @@ fn read_token(path: &Path) -> Result<String, ProbeError> {
     Ok(token.to_string())
 }
 
+/// `timeouts`: the connect and write timeout, and the read bound.
 fn build_client(
     config: &HubConfig,
     ca_pem: &[u8],
-    timeout: Duration,
+    (timeout, read_bound): (Duration, Option<Duration>),
     token: SharedToken,
 ) -> Result<kube::Client, ProbeError> {
     let credentials = |detail: String| ProbeError::new(ErrorReason::Credentials, detail);
@@ -250,7 +271,7 @@ fn build_client(
     kc.tls_server_name = config.tls_server_name.clone();
     kc.connect_timeout = Some(timeout);
     kc.write_timeout = Some(timeout);
-    kc.read_timeout = None;
+    kc.read_timeout = read_bound;
     // kube's retry layer would retry 429/5xx for far longer than a probe may take; the next
     // round is the retry.
     kc.default_retry = false;

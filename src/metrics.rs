@@ -55,6 +55,33 @@ impl Outcome {
 /// The `why` label of `kubeslice_worker_hub_switches_held_total`.
 pub const HOLD_REASONS: [&str; 2] = ["older_than_basis", "unauthenticated"];
 
+/// The `reason` label of `kubeslice_worker_hub_events_failed_total`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventFailure {
+    /// The queue was full (or recording had stopped).
+    Dropped,
+    /// The API server answered with an error.
+    Refused,
+    /// No answer within the write's deadline.
+    TimedOut,
+}
+
+impl EventFailure {
+    pub const ALL: [EventFailure; 3] = [
+        EventFailure::Dropped,
+        EventFailure::Refused,
+        EventFailure::TimedOut,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventFailure::Dropped => "dropped",
+            EventFailure::Refused => "refused",
+            EventFailure::TimedOut => "timed_out",
+        }
+    }
+}
+
 #[derive(Clone)]
 pub struct Metrics {
     registry: Registry,
@@ -74,7 +101,7 @@ pub struct Metrics {
     pub watch_events: IntCounterVec,
     pub watch_restarts: IntCounterVec,
     pub watch_up: IntGaugeVec,
-    pub events_failed: IntCounter,
+    pub events_failed: IntCounterVec,
 }
 
 impl Metrics {
@@ -184,10 +211,16 @@ impl Metrics {
             ),
             &["hub"],
         )?;
-        let events_failed = IntCounter::new(
-            "kubeslice_worker_hub_events_failed_total",
-            "Kubernetes Events that could not be recorded on the worker's Pod (refused, timed out, or dropped for a full queue).",
+        let events_failed = IntCounterVec::new(
+            Opts::new(
+                "kubeslice_worker_hub_events_failed_total",
+                "Kubernetes Events that could not be recorded on the worker's Pod, by reason: dropped (a full queue), refused (an API error) or timed_out.",
+            ),
+            &["reason"],
         )?;
+        for failure in EventFailure::ALL {
+            events_failed.with_label_values(&[failure.as_str()]);
+        }
         let build_info = IntGaugeVec::new(
             Opts::new("hub_follower_build_info", "The running hub-follower build."),
             &["version"],

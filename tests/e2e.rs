@@ -318,15 +318,26 @@ async fn a_round_with_one_hub_hung_completes_within_the_probe_timeout() {
     s.wait_until("a round sees the hang", Duration::from_secs(10), |s| {
         s.status()["hubs"]["secondary"]["reason"] == "timeout"
     });
+    // The round after the one that saw the hang is whole: it read both hubs.
+    s.wait_rounds(1);
     let status = s.status();
+    assert_eq!(status["hubs"]["secondary"]["reason"], "timeout");
     let round_ms = status["lastRoundMs"].as_f64().unwrap();
+    let hung_ms = status["hubs"]["secondary"]["latencyMs"].as_f64().unwrap();
+    let other_ms = status["hubs"]["primary"]["latencyMs"].as_f64().unwrap();
+    // The deadline never fires early, and the round lasts as long as its hung read and no
+    // more: ratios within this run, not bounds on a busy machine's clock.
+    assert!(hung_ms >= 1000.0, "the hung read ended after {hung_ms} ms");
     assert!(
-        (1000.0..1250.0).contains(&round_ms),
-        "round took {round_ms} ms"
+        round_ms < hung_ms * 1.25,
+        "round took {round_ms} ms for a read cut at {hung_ms} ms"
     );
     // The other hub's verdict did not wait for the hung one.
     assert_eq!(status["hubs"]["primary"]["verdict"], "claim");
-    assert!(status["hubs"]["primary"]["latencyMs"].as_f64().unwrap() < 500.0);
+    assert!(
+        other_ms < hung_ms / 2.0,
+        "the answering hub took {other_ms} ms beside a {hung_ms} ms hang"
+    );
     assert_eq!(s.get("/healthz").0, 200);
 }
 
@@ -466,7 +477,7 @@ async fn the_kubeconfig_is_valid_for_kubectl() {
         .output()
         .is_err()
     {
-        eprintln!("SKIPPED: kubectl is not installed");
+        support::skip("kubectl is not installed (scripts/test installs it as root)");
         return;
     }
     let hubs = Hubs::start().await;

@@ -139,20 +139,30 @@ async fn a_worker_that_ignores_sigterm_is_killed_after_kill_after() {
 async fn no_restart_at_startup_on_resume_or_for_rounds_that_do_not_switch() {
     let hubs = Hubs::start().await;
     let worker = Worker::new(hubs.dir.path(), "stand-in-calm", Temper::Obliging);
-    let args = restart_args(&hubs, "signal", &worker.name, &[]);
+    // Five confirmations: the divergent rounds below can never add up to a switch, however
+    // slowly this test reacts.
+    let args = restart_args(&hubs, "signal", &worker.name, &["--confirmations=5"]);
     let (mut s, _kubelet) = setup(&hubs, args.clone(), &worker);
-    // A divergent round, then back: no switch, so no restart.
+    // Divergent rounds, then back: no switch, so no restart.
     hubs.both_claim(&hubs.secondary, "ctrl-b");
-    std::thread::sleep(Duration::from_millis(250));
+    s.wait_until("a switch pending", Duration::from_secs(10), |s| {
+        s.status()["pending"]["count"]
+            .as_u64()
+            .is_some_and(|c| c >= 1)
+    });
     hubs.both_claim(&hubs.primary, "ctrl-a");
-    std::thread::sleep(Duration::from_millis(1000));
+    s.wait_until("the pending switch dropped", Duration::from_secs(10), |s| {
+        s.status()["pending"].is_null()
+    });
+    s.wait_rounds(3);
+    assert_eq!(s.handoff().unwrap()["generation"], 1);
     assert_eq!(s.terminate().0.code(), Some(0));
 
     let s = Sidecar::spawn(&args, &hubs.handoff_dir());
     s.wait_until("the resumed decision", Duration::from_secs(10), |s| {
         s.handoff().is_some_and(|h| h["reason"] == "resumed")
     });
-    std::thread::sleep(Duration::from_millis(1000));
+    s.wait_rounds(5);
     assert_eq!(total_restarts(&s), 0.0);
     assert!(worker.signals().is_empty(), "{:?}", worker.signals());
     assert_eq!(worker.starts().len(), 1);
@@ -338,7 +348,7 @@ async fn a_worker_of_another_user_gives_permission_denied() {
     let is_root = rustix_uid_is_root();
     let setpriv = Command::new("setpriv").arg("--version").output().is_ok();
     if !is_root || !setpriv {
-        eprintln!("SKIPPED: needs root and setpriv to run the sidecar and the worker as two other users (root={is_root}, setpriv={setpriv})");
+        support::skip(&format!("needs root and setpriv to run the sidecar and the worker as two other users (root={is_root}, setpriv={setpriv})"));
         return;
     }
     let hubs = Hubs::start().await;
@@ -530,4 +540,52 @@ fn install_copies_a_runnable_binary() {
     );
     let version = Command::new(&dest).arg("--version").output().unwrap();
     assert!(String::from_utf8_lossy(&version.stdout).starts_with("hub-follower "));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_stray_process_with_the_workers_name_is_never_signalled_nor_taken_for_the_worker() {
+    let hubs = Hubs::start().await;
+    let worker = Worker::new(hubs.dir.path(), "stand-in-twin", Temper::Obliging);
+    // Processes with the worker's very name, in the same PID namespace, that are not it.
+    let strays = Worker::new(
+        &hubs.dir.path().join("strays"),
+        "stand-in-twin",
+        Temper::Obliging,
+    );
+    let mut before = strays.bare_command().spawn().unwrap();
+    let args = restart_args(
+        &hubs,
+        "signal",
+        &worker.name,
+        &["--restart-verify-timeout=3s"],
+    );
+    hubs.both_claim(&hubs.primary, "ctrl-a");
+    let s = Sidecar::spawn(&args, &hubs.handoff_dir());
+    // The worker runs once, under the exec wrapper; nobody restarts it.
+    let mut w = worker.command(&hubs.handoff_dir()).spawn().unwrap();
+    s.wait_until(
+        "the worker and a stray started",
+        Duration::from_secs(20),
+        |_| worker.starts().len() == 1 && strays.starts().len() == 1,
+    );
+    fail_over(&hubs);
+    s.wait_until("the worker signalled", Duration::from_secs(10), |_| {
+        worker.signals().len() == 1
+    });
+    let _ = w.wait();
+    // A new process with the worker's name appears after the signal: under the old rule it
+    // was taken for the restarted worker. The acknowledgement says it is not.
+    let mut after = strays.bare_command().spawn().unwrap();
+    s.wait_until("the restart judged", Duration::from_secs(20), |s| {
+        outcome(s, "signal", "unverified") == 1.0
+    });
+    assert_eq!(outcome(&s, "signal", "verified"), 0.0);
+    assert_eq!(outcome(&s, "signal", "signalled"), 1.0);
+    assert!(strays.signals().is_empty(), "{:?}", strays.signals());
+    assert_eq!(before.try_wait().unwrap(), None);
+    assert_eq!(after.try_wait().unwrap(), None);
+    let _ = before.kill();
+    let _ = after.kill();
+    let _ = before.wait();
+    let _ = after.wait();
 }

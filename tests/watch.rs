@@ -71,9 +71,11 @@ async fn a_claim_change_is_followed_within_the_confirmations_not_the_poll_interv
         published(s).0 == "secondary"
     });
     let took = changed.elapsed();
-    // (N - 1) x confirm-interval + 500 ms, against up to 10 s for the next tick.
+    // About (N - 1) x confirm-interval, against up to the 10 s poll interval for the next
+    // tick: a quarter of the poll interval leaves a busy machine room, and still tells the
+    // watch from the tick.
     assert!(
-        took < Duration::from_millis(2 * 300 + 500),
+        took < Duration::from_secs(10) / 4,
         "followed after {took:?}"
     );
     assert_eq!(published(&s).1, 2);
@@ -211,7 +213,7 @@ async fn watch_events_do_not_hurry_the_confirming_reads() {
         hubs.primary.claim(&endpoint, "ctrl-b");
         i += 1;
         tokio::time::sleep(Duration::from_millis(20)).await;
-        assert!(changed.elapsed() < Duration::from_secs(6), "no switch");
+        assert!(changed.elapsed() < Duration::from_secs(30), "no switch");
     }
     let took = changed.elapsed();
     assert!(
@@ -219,4 +221,74 @@ async fn watch_events_do_not_hurry_the_confirming_reads() {
         "confirmed after {took:?}: the storm hurried the reads"
     );
     assert!(i > 50, "too few events to prove anything: {i}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_hub_that_never_answers_the_list_is_a_failed_watch_not_one_connecting_for_ever() {
+    let hubs = Hubs::start().await;
+    hubs.secondary.set_watch_fault(WatchFault::Silent);
+    let s = started(&hubs, &watch_args(&hubs, "400ms", "400ms"));
+    s.wait_until("the silent list noticed", Duration::from_secs(20), |s| {
+        s.status()["watches"]["secondary"]["state"] == "down"
+    });
+    let st = s.status();
+    assert!(
+        st["watches"]["secondary"]["lastError"]
+            .as_str()
+            .unwrap()
+            .contains("no answer to the list within"),
+        "{st:#}"
+    );
+    assert!(
+        s.metric(
+            r#"kubeslice_worker_hub_watch_restarts_total{hub="secondary",reason="list_timeout"}"#
+        ) >= 1.0
+    );
+    // The other hub's watch, and polling, are untouched.
+    s.wait_until("the primary's watch up", Duration::from_secs(10), |s| {
+        s.status()["watches"]["primary"]["state"] == "up"
+    });
+    hubs.both_claim(&hubs.secondary, "ctrl-b");
+    s.wait_until("the switch by polling", Duration::from_secs(10), |s| {
+        published(s).0 == "secondary"
+    });
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_watch_request_that_is_never_answered_is_cut_after_the_watch_timeout() {
+    let hubs = Hubs::start().await;
+    hubs.secondary.set_watch_fault(WatchFault::SilentWatch);
+    let mut args = watch_args(&hubs, "400ms", "400ms");
+    args.retain(|a| !a.starts_with("--watch-timeout"));
+    args.push("--watch-timeout=1s".into());
+    let s = started(&hubs, &args);
+    // The list is answered, so the watch is up; its watch request then gets no byte at all.
+    // The connection's read bound (--watch-timeout + 5 s) cuts it, and it is counted.
+    s.wait_until("the silent watch cut", Duration::from_secs(30), |s| {
+        support::metric_sum(
+            &s.get("/metrics").1,
+            "kubeslice_worker_hub_watch_restarts_total",
+        ) >= 1.0
+    });
+    let m = s.get("/metrics").1;
+    let secondary: f64 = ["watch_start_failed", "watch_failed"]
+        .iter()
+        .filter_map(|r| {
+            support::metric_value(
+                &m,
+                &format!(
+                    r#"kubeslice_worker_hub_watch_restarts_total{{hub="secondary",reason="{r}"}}"#
+                ),
+            )
+        })
+        .sum();
+    assert!(secondary >= 1.0, "{m}");
+    assert!(
+        support::metric_value(
+            &m,
+            r#"kubeslice_worker_hub_watch_restarts_total{hub="primary",reason="watch_failed"}"#
+        )
+        .is_none(),
+        "a healthy watch was cut: {m}"
+    );
 }

@@ -7,13 +7,12 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use tokio::sync::mpsc;
-use tokio::time::Instant;
 
-use super::{Fact, Kind, Limiter, Sink};
+use super::{Failure, Kind, Note, Sink};
 use crate::config::EventsConfig;
 use crate::metrics::Metrics;
 
-/// Facts waiting to be recorded; past this, new ones are dropped and counted.
+/// Events waiting to be recorded; past this, new ones are dropped and counted.
 const QUEUE: usize = 64;
 /// One write, end to end.
 const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
@@ -71,17 +70,13 @@ pub fn start(config: &EventsConfig, metrics: &Metrics) -> Sink {
 }
 
 async fn run(
-    mut facts: mpsc::Receiver<Fact>,
+    mut notes: mpsc::Receiver<Note>,
     recorder: Recorder,
     pod: ObjectReference,
-    failed: prometheus::IntCounter,
+    failed: prometheus::IntCounterVec,
 ) {
-    let mut limiter = Limiter::default();
     let mut failing = false;
-    while let Some(fact) = facts.recv().await {
-        let Some(note) = limiter.admit(Instant::now(), &fact) else {
-            continue;
-        };
+    while let Some(note) = notes.recv().await {
         let event = Event {
             type_: match note.kind {
                 Kind::Normal => EventType::Normal,
@@ -95,8 +90,11 @@ async fn run(
         let error = match tokio::time::timeout(WRITE_TIMEOUT, recorder.publish(&event, &pod)).await
         {
             Ok(Ok(())) => None,
-            Ok(Err(e)) => Some(e.to_string()),
-            Err(_) => Some(format!("no answer within {WRITE_TIMEOUT:?}")),
+            Ok(Err(e)) => Some((Failure::Refused, e.to_string())),
+            Err(_) => Some((
+                Failure::TimedOut,
+                format!("no answer within {WRITE_TIMEOUT:?}"),
+            )),
         };
         match error {
             None if failing => {
@@ -104,8 +102,8 @@ async fn run(
                 failing = false;
             }
             None => {}
-            Some(e) => {
-                failed.inc();
+            Some((why, e)) => {
+                failed.with_label_values(&[why.as_str()]).inc();
                 if failing {
                     tracing::debug!(error = %e, reason = note.reason, "could not record an Event");
                 } else {

@@ -29,6 +29,7 @@ use crate::state::FollowerView;
 pub use machine::Phase;
 use machine::{Action, Event, Gate, Machine};
 use pacing::Wait;
+use process::ProcessId;
 use process::SignalError;
 
 /// The restart side's state as `/status` shows it, and the gate `/worker/livez` answers from.
@@ -84,6 +85,17 @@ pub struct Restarter {
     events: Sink,
     /// Maps the machine's instants onto wall-clock time for `/status`.
     started: (Instant, jiff::Timestamp),
+    /// The worker as its last acknowledgement names it, once the exec wrapper has written one.
+    acked: Acked,
+}
+
+/// Who the worker is, as far as acknowledgements tell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Acked {
+    /// No acknowledgement yet: the worker may not run under the exec wrapper.
+    Never,
+    /// The process the last acknowledgement names, when it is alive and has the worker's name.
+    Process(u32, Option<ProcessId>),
 }
 
 impl Restarter {
@@ -96,6 +108,7 @@ impl Restarter {
             metrics,
             events: Sink::default(),
             started: (Instant::now(), jiff::Timestamp::now()),
+            acked: Acked::Never,
         }
     }
 
@@ -131,7 +144,7 @@ impl Restarter {
                 self.read_ack(now);
             }
             if self.machine.wants_processes(now) {
-                let found = process::find(&self.config.worker_process);
+                let found = self.worker_processes();
                 self.feed(now, Event::Processes(found));
             }
             self.feed(now, Event::Tick);
@@ -142,6 +155,34 @@ impl Restarter {
                 _ = sleep_until(wake) => {}
             }
         }
+    }
+
+    /// The worker's processes. Once the exec wrapper has acknowledged a decision, the worker is
+    /// the process its acknowledgement names (the wrapper becomes the worker, so its PID is the
+    /// worker's), if that process is alive and has the worker's name; any other process of that
+    /// name in the shared PID namespace is somebody else's, and is neither signalled nor taken
+    /// for a restarted worker. The process is pinned by its start time when first seen, so a
+    /// PID the kernel hands to another process later is not it. Without an acknowledgement
+    /// (a worker not started through `hub-follower exec`), every process with the worker's
+    /// name.
+    fn worker_processes(&mut self) -> Vec<ProcessId> {
+        let name = &self.config.worker_process;
+        let Some(ack) = handoff::read_ack(&self.handoff_dir) else {
+            return match self.acked {
+                Acked::Never => process::find(name),
+                Acked::Process(_, p) => p.filter(|p| process::alive(*p)).into_iter().collect(),
+            };
+        };
+        let current = match self.acked {
+            // Once seen, the same process; until then (the wrapper writes the acknowledgement
+            // just before it execs the worker), look again.
+            Acked::Process(pid, Some(p)) if pid == ack.pid => {
+                Some(p).filter(|p| process::alive(*p))
+            }
+            _ => process::named(ack.pid, name),
+        };
+        self.acked = Acked::Process(ack.pid, current);
+        current.into_iter().collect()
     }
 
     fn read_ack(&mut self, now: Instant) {

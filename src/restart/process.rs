@@ -52,6 +52,20 @@ pub fn find(name: &str) -> Vec<ProcessId> {
     found
 }
 
+/// The process with PID `pid`, if it is alive and its executable (or `argv[0]`) has base name
+/// `name`: how the worker an acknowledgement names is recognised.
+pub fn named(pid: u32, name: &str) -> Option<ProcessId> {
+    let pid = i32::try_from(pid).ok().filter(|&p| p > 1)?;
+    if pid == std::process::id() as i32 || !names_match(pid, name) {
+        return None;
+    }
+    let stat = read_stat(pid)?;
+    (stat.state != 'Z').then_some(ProcessId {
+        pid,
+        start_ticks: stat.start_ticks,
+    })
+}
+
 /// Still the same process, and not a zombie.
 pub fn alive(p: ProcessId) -> bool {
     read_stat(p.pid).is_some_and(|s| s.start_ticks == p.start_ticks && s.state != 'Z')
@@ -158,6 +172,9 @@ mod tests {
         }
         assert_eq!(found.len(), 1, "{found:?}");
         assert_eq!(found[0].pid, child.id() as i32);
+        assert_eq!(named(child.id(), name), Some(found[0]));
+        assert_eq!(named(child.id(), "another-name"), None);
+        assert_eq!(named(1, name), None);
         assert!(alive(found[0]));
         send(found[0], Signal::TERM).unwrap();
         let status = child.wait().unwrap();

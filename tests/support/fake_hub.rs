@@ -105,6 +105,10 @@ pub enum WatchFault {
     Reset,
     /// Answer list and watch requests with this status.
     Status(u16),
+    /// Accept list and watch requests, and never answer them: not even headers.
+    Silent,
+    /// Answer lists; accept watch requests and never answer them.
+    SilentWatch,
 }
 
 #[derive(Debug)]
@@ -429,6 +433,9 @@ where
         };
         (s.watch_fault.clone(), s.changes.subscribe(), early)
     };
+    if fault == WatchFault::Silent || (fault == WatchFault::SilentWatch && is_watch) {
+        std::future::pending::<()>().await;
+    }
     if let Some(response) = early {
         return stream.write_all(&response).await.is_ok() && stream.flush().await.is_ok();
     }

@@ -78,6 +78,14 @@ impl Worker {
         cmd
     }
 
+    /// The same program started directly, not through `hub-follower exec`: a process with the
+    /// worker's name that is not the worker.
+    pub fn bare_command(&self) -> Command {
+        let mut cmd = Command::new(&self.link);
+        cmd.arg(&self.script).arg(&self.record).arg("normal");
+        cmd
+    }
+
     /// `(pid, HUB_HOST_ENDPOINT)` for each start.
     pub fn starts(&self) -> Vec<(u32, String)> {
         lines(&self.record.join("starts"))
