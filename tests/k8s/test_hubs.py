@@ -93,19 +93,24 @@ def test_a_403_from_rbac_is_counted_as_forbidden(claims_on_a, start):
     assert f.published("primary", "startup")
 
 
-def test_a_promotion_reaches_the_handoff_through_the_watch_in_under_3s_at_default_timing(claims_on_a, start):
+def test_a_promotion_reaches_the_handoff_through_the_watch_well_before_the_next_poll(claims_on_a, start):
     a, b = claims_on_a
     f = start({})  # defaults: 10 s poll, 1 s confirm interval, 3 confirmations, watch on
     wait_for("startup on A", lambda: f.published("primary", "startup"), 20)
     wait_for("both watches up", lambda: f.metric("kubeslice_worker_hub_watch_up") == 2, 20)
-    # Let the first poll round pass, so the promotion lands between polls.
+    # Let the first poll round pass, so the promotion lands between polls: the next tick is
+    # about 9 s away, and a switch by polling would take that plus two confirming reads.
     time.sleep(1)
+    applies = f.metric("kubeslice_worker_hub_watch_events_total", lazy=True, hub="secondary", type="apply")
     t0 = time.monotonic()
     b.claim(b.cp.endpoint, B_ID)
-    wait_for("the switch to B", lambda: f.published("secondary", "switch"), 15, every=0.02)
+    wait_for("the switch to B", lambda: f.published("secondary", "switch"), 30, every=0.02)
     elapsed = time.monotonic() - t0
     print(f"promotion -> handoff through the watch: {elapsed:.3f}s")
-    assert elapsed < 3.0, f"took {elapsed:.2f}s"
+    # The watch saw the promotion, and the switch came in less than half the poll interval
+    # (10 s): a ratio to the configured timing, not a bound on a busy machine's clock.
+    assert f.metric("kubeslice_worker_hub_watch_events_total", hub="secondary", type="apply") > applies
+    assert elapsed < 10 / 2, f"took {elapsed:.2f}s"
 
 
 def test_a_rotated_token_file_is_used_from_the_next_round(claims_on_a, start, tmp_path):
@@ -136,7 +141,7 @@ def test_the_watch_comes_back_after_an_api_server_restart(claims_on_a, start):
     f = start({"HUB_POLL_INTERVAL": "120s", "HUB_CONFIRM_INTERVAL": "500ms", "HUB_PROBE_TIMEOUT": "2s"})
     wait_for("startup on A", lambda: f.published("primary", "startup"), 20)
     wait_for("both watches up", lambda: f.metric("kubeslice_worker_hub_watch_up") == 2, 20)
-    failures = f.metric("kubeslice_worker_hub_watch_restarts_total", hub="secondary")
+    failures = f.metric("kubeslice_worker_hub_watch_restarts_total", lazy=True, hub="secondary")
 
     b.cp.restart_apiserver()
     wait_for("the watch to notice", lambda: f.metric("kubeslice_worker_hub_watch_restarts_total", hub="secondary") > failures, 30)
