@@ -90,10 +90,11 @@ impl Follower {
         (self.trigger.clone(), clients)
     }
 
-    /// Runs until `shutdown` turns true. A write in progress always finishes: publishing has no
-    /// await point for the shutdown to cut into.
+    /// Runs until `shutdown` turns true. A write in progress always finishes: a round, and the
+    /// publish in it, is awaited outside the shutdown's `select!`, and the write itself runs on
+    /// the blocking pool, off the thread the HTTP server and the restart side share.
     pub async fn run(mut self, mut shutdown: watch::Receiver<bool>) {
-        self.resume();
+        self.resume().await;
         if self.config.single_hub() {
             self.run_single_hub(shutdown).await;
             return;
@@ -126,7 +127,7 @@ impl Follower {
                 _ = shutdown.changed() => return,
                 probes = probe_all(&mut self.hubs) => probes,
             };
-            self.round(&probes);
+            self.round(&probes).await;
             let took = (started.elapsed().as_secs_f64() * 1e6).round() / 1e3;
             tracing::debug!(took_ms = took, "round completed");
             self.view.send_modify(|s| s.last_round_ms = Some(took));
@@ -157,7 +158,7 @@ impl Follower {
             basis: None,
         });
         while self.unpublished.is_some() {
-            self.publish_pending();
+            self.publish_pending().await;
             if self.unpublished.is_none() {
                 break;
             }
@@ -171,14 +172,14 @@ impl Follower {
 
     /// Takes over the decision an earlier run of the sidecar left in the handoff directory, so
     /// that a sidecar restart beside a running worker is not a switch.
-    fn resume(&mut self) {
-        let dir = &self.config.handoff_dir;
-        let previous = match handoff::read(dir) {
+    async fn resume(&mut self) {
+        let dir = self.config.handoff_dir.clone();
+        let previous = match handoff::read_in_background(&dir).await {
             Ok(Some(h)) => h,
             Ok(None) => return,
             Err(e) => {
                 tracing::warn!(error = %e, "ignoring the handoff left by an earlier run");
-                if let Some(g) = handoff::generation_on_disk(dir) {
+                if let Some(g) = handoff::generation_on_disk(&dir) {
                     self.next_generation = g + 1;
                 }
                 return;
@@ -211,11 +212,11 @@ impl Follower {
             return;
         }
         self.unpublished = Some(decision);
-        self.publish_pending();
+        self.publish_pending().await;
     }
 
     /// One round's verdicts through the rule, and the result out to disk, metrics, logs.
-    pub fn round(&mut self, probes: &[Probe]) {
+    pub async fn round(&mut self, probes: &[Probe]) {
         let now = Timestamp::now();
         let verdicts: Vec<(HubId, &Verdict)> = probes.iter().map(|p| (p.hub, &p.verdict)).collect();
         let step = self.resolver.observe(now, &verdicts);
@@ -249,8 +250,8 @@ impl Follower {
         if let Some(decision) = step.decision {
             self.unpublished = Some(decision);
         }
-        self.publish_pending();
-        self.refresh_basis();
+        self.publish_pending().await;
+        self.refresh_basis().await;
         self.note_held(step.held, now);
 
         let pending = self.resolver.pending().cloned();
@@ -282,7 +283,7 @@ impl Follower {
         });
     }
 
-    fn publish_pending(&mut self) {
+    async fn publish_pending(&mut self) {
         let Some(decision) = self.unpublished.take() else {
             return;
         };
@@ -302,7 +303,7 @@ impl Follower {
             namespace: Some(self.config.namespace.clone()),
             basis: self.resolver.basis().map(Basis::of),
         };
-        match handoff::publish(&self.config.handoff_dir, &handoff) {
+        match handoff::publish_in_background(&self.config.handoff_dir, &handoff).await {
             Ok(()) => {
                 self.resolver.published();
                 self.next_generation += 1;
@@ -344,7 +345,7 @@ impl Follower {
     /// restarted sidecar then resumes with the freshest claim seen for its hub. The restart
     /// side acts on new generations only, so this never moves the worker. A failed write is
     /// retried next round.
-    fn refresh_basis(&mut self) {
+    async fn refresh_basis(&mut self) {
         if self.unpublished.is_some() {
             return;
         }
@@ -359,7 +360,7 @@ impl Follower {
             return;
         };
         let handoff = Handoff { basis, ..published };
-        match handoff::publish(&self.config.handoff_dir, &handoff) {
+        match handoff::publish_in_background(&self.config.handoff_dir, &handoff).await {
             Ok(()) => {
                 tracing::debug!(
                     generation = handoff.generation,

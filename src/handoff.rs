@@ -264,6 +264,37 @@ pub fn publish(dir: &Path, handoff: &Handoff) -> Result<(), HandoffError> {
     Ok(())
 }
 
+/// [`publish`] on tokio's blocking pool: its writes and fsyncs would otherwise stall the
+/// runtime's one thread, which the HTTP server and the restart side share with the poll loop.
+/// The write runs to its end even if the caller stops waiting.
+pub async fn publish_in_background(dir: &Path, handoff: &Handoff) -> Result<(), HandoffError> {
+    let (dir, handoff) = (dir.to_path_buf(), handoff.clone());
+    let failed = dir.clone();
+    tokio::task::spawn_blocking(move || publish(&dir, &handoff))
+        .await
+        .unwrap_or_else(|e| {
+            Err(HandoffError::Write {
+                dir: failed,
+                step: "run the write",
+                source: io::Error::other(e),
+            })
+        })
+}
+
+/// [`read`] on tokio's blocking pool.
+pub async fn read_in_background(dir: &Path) -> Result<Option<Handoff>, HandoffError> {
+    let dir = dir.to_path_buf();
+    let path = dir.join(JSON_FILE);
+    tokio::task::spawn_blocking(move || read(&dir))
+        .await
+        .unwrap_or_else(|e| {
+            Err(HandoffError::Read {
+                path,
+                source: io::Error::other(e),
+            })
+        })
+}
+
 /// The highest generation among the version folders in `dir`, for when `active-hub.json` can't
 /// be read: generations must keep going up across sidecar restarts, whatever happened to it.
 pub fn generation_on_disk(dir: &Path) -> Option<u64> {

@@ -115,12 +115,31 @@ impl Sidecar {
     }
 
     pub fn spawn_with_env(args: &[String], handoff_dir: &Path, env: &[(&str, &str)]) -> Self {
+        Self::spawn_under(&[], args, handoff_dir, env)
+    }
+
+    /// The sidecar started by `wrapper` (a command and its arguments, such as `strace …`),
+    /// which runs it as its child.
+    pub fn spawn_under(
+        wrapper: &[&str],
+        args: &[String],
+        handoff_dir: &Path,
+        env: &[(&str, &str)],
+    ) -> Self {
         // A free port can be taken by someone else before the sidecar binds it: try another.
         for _ in 0..5 {
             let listen = free_port();
             let log_dir = tempfile::tempdir().unwrap();
             let log = log_dir.path().join("sidecar.log");
-            let child = Command::new(binary())
+            let mut command = match wrapper.split_first() {
+                Some((program, rest)) => {
+                    let mut c = Command::new(program);
+                    c.args(rest).arg(binary());
+                    c
+                }
+                None => Command::new(binary()),
+            };
+            let child = command
                 .args(args)
                 .arg(format!("--listen={listen}"))
                 .arg("--log-format=text")
