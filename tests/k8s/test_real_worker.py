@@ -197,6 +197,7 @@ class RealWorkerPod(Pod):
     def save(self, tag: str) -> None:
         """The pod's description and logs, kept under target/k8s for a look after the run."""
         text = [self.describe()]
+        text.append("--- manager (previous)\n" + "\n".join(self.logs("manager", previous=True)))
         for c in ("manager", "hub-follower"):
             text.append(f"--- {c}\n" + "\n".join(self.logs(c)))
         (LOGS / f"real-worker-{tag}.txt").write_text("\n".join(text))
