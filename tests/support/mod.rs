@@ -74,6 +74,10 @@ impl Hubs {
             // The watch only changes when rounds happen; tests that count rounds turn it off,
             // and the watch tests turn it on.
             "--watch=false".into(),
+            // Signal mode is the default, and its default worker name is `manager`: a test
+            // sidecar that switches must never signal somebody else's `manager` on this
+            // machine (a real worker-operator in tests/k8s, say). Tests with a worker name it.
+            format!("--worker-process=hf-test-no-worker-{}", std::process::id()),
         ]
     }
 }
