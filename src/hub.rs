@@ -34,8 +34,8 @@ pub struct Probe {
     pub latency: Duration,
 }
 
-/// The bearer token, shared by every request of a client (probes and the watch). Probes re-read
-/// the file each round and update it here.
+/// The bearer token, shared by every request of a client (probes and the watch). Probes look at
+/// the file each round and update it here when it changed.
 type SharedToken = Arc<RwLock<Option<HeaderValue>>>;
 
 pub struct HubClient {
@@ -46,6 +46,10 @@ pub struct HubClient {
     /// The client is built for one CA bundle and kept, so connections are reused across rounds;
     /// a rotated CA file builds a new one.
     client: Option<(Vec<u8>, kube::Client)>,
+    /// The identity of each credential file as last read: a round re-reads a file only when
+    /// it changed.
+    token_stamp: Option<FileStamp>,
+    ca_stamp: Option<FileStamp>,
     /// The current client, for the watch.
     published: watch::Sender<Option<kube::Client>>,
     /// Not before then: the hub answered 429 or 503 with `Retry-After`.
@@ -67,6 +71,8 @@ impl HubClient {
             timeout,
             token: Arc::new(RwLock::new(None)),
             client: None,
+            token_stamp: None,
+            ca_stamp: None,
             published: watch::channel(None).0,
             backoff_until: None,
             read_bound: None,
@@ -143,21 +149,10 @@ impl HubClient {
     }
 
     async fn read(&mut self) -> Result<Verdict, ProbeError> {
-        // Both files are re-read every round: projected tokens rotate, and a CA may too. They
-        // are small, and reading them is what makes a rotation take effect without a restart.
-        let token = read_token(&self.config.token_file)?;
-        let mut auth = HeaderValue::from_str(&format!("Bearer {token}")).map_err(|_| {
-            ProbeError::new(
-                ErrorReason::Credentials,
-                format!(
-                    "token file {} holds characters not allowed in a header",
-                    self.config.token_file.display()
-                ),
-            )
-        })?;
-        auth.set_sensitive(true);
-        // The client's auth layer sends this on every request, the watch's included.
-        *self.token.write().unwrap_or_else(|e| e.into_inner()) = Some(auth);
+        // Projected tokens rotate, and a CA may too: each round looks at both files, and reads
+        // one again when it changed, so a rotation takes effect at the next round without a
+        // restart.
+        self.refresh_token()?;
         let client = self.client()?;
         let request = http::Request::get(self.path.as_str())
             .header(ACCEPT, "application/json")
@@ -195,14 +190,50 @@ impl HubClient {
         }
     }
 
+    /// Reads the token file when it is new or changed, into the header every request sends.
+    fn refresh_token(&mut self) -> Result<(), ProbeError> {
+        let path = &self.config.token_file;
+        let unreadable = |e: std::io::Error| {
+            ProbeError::new(
+                ErrorReason::Credentials,
+                format!("cannot read token file {}: {e}", path.display()),
+            )
+        };
+        let stamp = FileStamp::of(path).map_err(unreadable)?;
+        if self.token_stamp == Some(stamp) {
+            return Ok(());
+        }
+        let token = read_token(path)?;
+        let mut auth = HeaderValue::from_str(&format!("Bearer {token}")).map_err(|_| {
+            ProbeError::new(
+                ErrorReason::Credentials,
+                format!(
+                    "token file {} holds characters not allowed in a header",
+                    path.display()
+                ),
+            )
+        })?;
+        auth.set_sensitive(true);
+        // The client's auth layer sends this on every request, the watch's included.
+        *self.token.write().unwrap_or_else(|e| e.into_inner()) = Some(auth);
+        self.token_stamp = stamp.settled(std::time::SystemTime::now());
+        Ok(())
+    }
+
     fn client(&mut self) -> Result<kube::Client, ProbeError> {
         let ca_file = &self.config.ca_file;
-        let pem = std::fs::read(ca_file).map_err(|e| {
+        let unreadable = |e: std::io::Error| {
             ProbeError::new(
                 ErrorReason::Credentials,
                 format!("cannot read CA file {}: {e}", ca_file.display()),
             )
-        })?;
+        };
+        let stamp = FileStamp::of(ca_file).map_err(unreadable)?;
+        if let (Some((_, client)), true) = (&self.client, self.ca_stamp == Some(stamp)) {
+            return Ok(client.clone());
+        }
+        let pem = std::fs::read(ca_file).map_err(unreadable)?;
+        self.ca_stamp = stamp.settled(std::time::SystemTime::now());
         if let Some((cached, client)) = &self.client {
             if *cached == pem {
                 return Ok(client.clone());
@@ -217,6 +248,52 @@ impl HubClient {
         self.client = Some((pem, client.clone()));
         self.published.send_replace(Some(client.clone()));
         Ok(client)
+    }
+}
+
+/// What identifies one version of a file: a different file behind the path (a projected
+/// volume's `..data` link swapped, a rename over it), or the same file written again (its
+/// size, modification or change time).
+///
+/// File times come from a coarse clock (a few milliseconds), so a file written twice within
+/// one tick, at the same size, keeps its stamp. A stamp is therefore trusted only once the
+/// file has been left alone for `SETTLED`: until then every round reads the file again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct FileStamp {
+    dev: u64,
+    ino: u64,
+    len: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+/// Far longer than any file system's time granularity.
+const SETTLED: Duration = Duration::from_secs(2);
+
+impl FileStamp {
+    /// The stamp to keep: none while the file may still change within its time granularity.
+    fn settled(self, now: std::time::SystemTime) -> Option<Self> {
+        let changed = std::time::UNIX_EPOCH
+            + Duration::new(
+                u64::try_from(self.mtime.0.max(self.ctime.0)).unwrap_or(0),
+                0,
+            );
+        // Whole seconds, rounded down, plus one: a change in the last second counts as new.
+        let quiet = now.duration_since(changed + Duration::from_secs(1)).ok()?;
+        (quiet >= SETTLED).then_some(self)
+    }
+
+    /// Follows symbolic links, as a read does.
+    fn of(path: &Path) -> std::io::Result<Self> {
+        use std::os::unix::fs::MetadataExt;
+        let m = std::fs::metadata(path)?;
+        Ok(Self {
+            dev: m.dev(),
+            ino: m.ino(),
+            len: m.len(),
+            mtime: (m.mtime(), m.mtime_nsec()),
+            ctime: (m.ctime(), m.ctime_nsec()),
+        })
     }
 }
 
@@ -354,6 +431,71 @@ mod tests {
             HeaderValue::from_static("Wed, 21 Oct 2015 07:28:00 GMT"),
         );
         assert_eq!(retry_after(StatusCode::TOO_MANY_REQUESTS, &h), None);
+    }
+
+    #[test]
+    fn a_file_s_stamp_changes_with_every_way_a_credential_is_rotated() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("token");
+        std::fs::write(&path, "one").unwrap();
+        let first = FileStamp::of(&path).unwrap();
+        assert_eq!(FileStamp::of(&path).unwrap(), first, "an unchanged file");
+        // Written again in place. Within one tick of the file system's clock its times may
+        // not move, so this test only asserts what the size shows; `settled` covers the rest.
+        std::fs::write(&path, "twenty").unwrap();
+        let rewritten = FileStamp::of(&path).unwrap();
+        assert_ne!(rewritten, first);
+        // Renamed over, as an atomic writer does.
+        let tmp = dir.path().join("token.tmp");
+        std::fs::write(&tmp, "two").unwrap();
+        std::fs::rename(&tmp, &path).unwrap();
+        let renamed = FileStamp::of(&path).unwrap();
+        assert_ne!(renamed, rewritten);
+        // A projected volume: `token` -> `..data/token`, `..data` -> a dated directory that
+        // kubelet swaps for a new one.
+        for (i, token) in ["three", "four"].iter().enumerate() {
+            let data = dir.path().join(format!("..2026_12_03_{i}"));
+            std::fs::create_dir(&data).unwrap();
+            std::fs::write(data.join("token"), token).unwrap();
+            let link = dir.path().join("..data_tmp");
+            std::os::unix::fs::symlink(&data, &link).unwrap();
+            std::fs::rename(&link, dir.path().join("..data")).unwrap();
+        }
+        let projected = dir.path().join("projected");
+        std::os::unix::fs::symlink(dir.path().join("..data/token"), &projected).unwrap();
+        let now = FileStamp::of(&projected).unwrap();
+        assert_eq!(std::fs::read_to_string(&projected).unwrap(), "four");
+        let data = dir.path().join("..2026_12_03_9");
+        std::fs::create_dir(&data).unwrap();
+        std::fs::write(data.join("token"), "five").unwrap();
+        let link = dir.path().join("..data_tmp");
+        std::os::unix::fs::symlink(&data, &link).unwrap();
+        std::fs::rename(&link, dir.path().join("..data")).unwrap();
+        assert_ne!(FileStamp::of(&projected).unwrap(), now);
+    }
+
+    #[test]
+    fn a_stamp_is_kept_only_for_a_file_left_alone_for_a_while() {
+        let stamp = |secs: i64| FileStamp {
+            dev: 1,
+            ino: 2,
+            len: 3,
+            mtime: (secs, 999_999_999),
+            ctime: (secs, 0),
+        };
+        let at = |secs: u64| std::time::UNIX_EPOCH + Duration::from_secs(secs);
+        // Changed at 100.999: new until 103 (one second for the rounding, two to settle).
+        assert_eq!(stamp(100).settled(at(101)), None);
+        assert_eq!(stamp(100).settled(at(102)), None);
+        assert_eq!(stamp(100).settled(at(103)), Some(stamp(100)));
+        // A change time in the future (a skewed clock) is never trusted.
+        assert_eq!(stamp(200).settled(at(103)), None);
+        // The later of mtime and ctime counts (a chmod or a hard link moves only ctime).
+        let chmodded = FileStamp {
+            ctime: (150, 0),
+            ..stamp(100)
+        };
+        assert_eq!(chmodded.settled(at(120)), None);
     }
 
     #[test]
