@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -21,10 +21,12 @@ use tokio::net::TcpListener;
 use tokio::sync::{watch, Semaphore};
 
 use crate::claim_watch::WatchView;
+use crate::config::WorkerProbeConfig;
 use crate::metrics::Metrics;
 use crate::restart::RestartView;
 use crate::state::FollowerView;
 use crate::verdict::HubId;
+use crate::worker_probe::{self, FailureRun, WorkerHealth};
 
 /// Enough for kubelet, Prometheus and a few people at once many times over; past it, new
 /// connections are closed at once instead of queueing. With the buffer cap below, this bounds
@@ -43,7 +45,67 @@ pub struct Handlers {
     pub restart: watch::Receiver<RestartView>,
     /// Empty with `--watch=false`.
     pub watches: Vec<(HubId, watch::Receiver<WatchView>)>,
+    /// Liveness mode with `--worker-probe`: the worker's own check behind `/worker/livez`.
+    pub worker: Option<Arc<WorkerCheck>>,
     pub metrics: Metrics,
+}
+
+/// The worker's own liveness check and its failures in a row, shared by concurrent probes.
+pub struct WorkerCheck {
+    config: WorkerProbeConfig,
+    run: Mutex<FailureRun>,
+}
+
+impl WorkerCheck {
+    pub fn new(config: WorkerProbeConfig) -> Self {
+        Self {
+            config,
+            run: Mutex::new(FailureRun::default()),
+        }
+    }
+
+    /// Checks the worker once; `Some(why)` when `/worker/livez` must fail for it.
+    async fn dead(&self, metrics: &Metrics) -> Option<String> {
+        let c = &self.config;
+        let result = worker_probe::check(&c.target, c.timeout).await;
+        let now = tokio::time::Instant::now();
+        let health = match self.run.lock() {
+            Ok(mut run) => run.record(now, result.is_ok(), c.grace),
+            // A panic elsewhere while holding the lock: judge this check alone.
+            Err(poisoned) => poisoned.into_inner().record(now, result.is_ok(), c.grace),
+        };
+        let error = result.err().unwrap_or_default();
+        match health {
+            WorkerHealth::Alive => None,
+            WorkerHealth::Tolerated { failing_for } => {
+                metrics
+                    .worker_probe_failures
+                    .with_label_values(&["tolerated"])
+                    .inc();
+                if failing_for.is_zero() {
+                    tracing::warn!(%error, grace = ?c.grace, "the worker's own liveness check failed; /worker/livez fails if it keeps failing for the grace");
+                }
+                None
+            }
+            WorkerHealth::Dead { failing_for } => {
+                metrics
+                    .worker_probe_failures
+                    .with_label_values(&["dead"])
+                    .inc();
+                let why = format!(
+                    "the worker's own liveness check has failed for {} (grace {}): {error}",
+                    humantime::format_duration(round_secs(failing_for)),
+                    humantime::format_duration(c.grace),
+                );
+                tracing::warn!(%why, "/worker/livez fails for the worker's own health");
+                Some(why)
+            }
+        }
+    }
+}
+
+fn round_secs(d: Duration) -> Duration {
+    Duration::from_secs(d.as_secs())
 }
 
 /// `/status`: the three snapshots side by side.
@@ -56,6 +118,28 @@ struct StatusPage<'a> {
 }
 
 impl Handlers {
+    /// Answers one request; only `/worker/livez` with a worker check does IO.
+    pub async fn answer(&self, method: &Method, path: &str) -> Response<Full<Bytes>> {
+        let gate_open = path == "/worker/livez"
+            && (method == Method::GET || method == Method::HEAD)
+            && self
+                .restart
+                .borrow()
+                .gate(tokio::time::Instant::now())
+                .is_none();
+        match (&self.worker, gate_open) {
+            (Some(worker), true) => match worker.dead(&self.metrics).await {
+                Some(why) => {
+                    let mut r = body("text/plain", format!("{why}\n").into_bytes());
+                    *r.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
+                    r
+                }
+                None => text(StatusCode::OK, "ok\n"),
+            },
+            _ => self.respond(method, path),
+        }
+    }
+
     pub fn respond(&self, method: &Method, path: &str) -> Response<Full<Bytes>> {
         if method != Method::GET && method != Method::HEAD {
             let mut r = text(StatusCode::METHOD_NOT_ALLOWED, "only GET and HEAD\n");
@@ -155,8 +239,11 @@ pub async fn serve(listener: TcpListener, handlers: Handlers, mut shutdown: watc
         let handlers = handlers.clone();
         tokio::spawn(async move {
             let service = service_fn(move |req: Request<Incoming>| {
-                let response = handlers.respond(req.method(), req.uri().path());
-                async move { Ok::<_, Infallible>(response) }
+                let handlers = handlers.clone();
+                async move {
+                    let response = handlers.answer(req.method(), req.uri().path()).await;
+                    Ok::<_, Infallible>(response)
+                }
             });
             let conn = http1::Builder::new()
                 .timer(TokioTimer::new())

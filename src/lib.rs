@@ -22,6 +22,7 @@ pub mod state;
 #[cfg(test)]
 mod testing;
 pub mod verdict;
+pub mod worker_probe;
 
 use std::sync::Arc;
 
@@ -81,6 +82,11 @@ pub async fn run(config: Config, shutdown: watch::Receiver<bool>) -> Result<(), 
         follower: follower.subscribe(),
         restart: restarter.subscribe(),
         watches: Vec::new(),
+        worker: config
+            .restart
+            .worker_probe
+            .clone()
+            .map(|c| Arc::new(http::WorkerCheck::new(c))),
         metrics: metrics.clone(),
     };
     // Subscribed before the first publish, so the restart side sees every decision's reason.

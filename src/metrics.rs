@@ -102,6 +102,7 @@ pub struct Metrics {
     pub watch_restarts: IntCounterVec,
     pub watch_up: IntGaugeVec,
     pub events_failed: IntCounterVec,
+    pub worker_probe_failures: IntCounterVec,
 }
 
 impl Metrics {
@@ -221,6 +222,16 @@ impl Metrics {
         for failure in EventFailure::ALL {
             events_failed.with_label_values(&[failure.as_str()]);
         }
+        let worker_probe_failures = IntCounterVec::new(
+            Opts::new(
+                "kubeslice_worker_hub_worker_probe_failures_total",
+                "Failed checks of the worker's own liveness target (liveness mode, --worker-probe), by verdict: tolerated (within --worker-probe-grace) or dead (/worker/livez answered 503).",
+            ),
+            &["verdict"],
+        )?;
+        for verdict in ["tolerated", "dead"] {
+            worker_probe_failures.with_label_values(&[verdict]);
+        }
         let build_info = IntGaugeVec::new(
             Opts::new("hub_follower_build_info", "The running hub-follower build."),
             &["version"],
@@ -246,6 +257,7 @@ impl Metrics {
         registry.register(Box::new(watch_restarts.clone()))?;
         registry.register(Box::new(watch_up.clone()))?;
         registry.register(Box::new(events_failed.clone()))?;
+        registry.register(Box::new(worker_probe_failures.clone()))?;
         registry.register(Box::new(build_info))?;
         for why in HOLD_REASONS {
             switches_held.with_label_values(&[why]);
@@ -288,6 +300,7 @@ impl Metrics {
             watch_restarts,
             watch_up,
             events_failed,
+            worker_probe_failures,
         })
     }
 

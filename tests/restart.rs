@@ -6,7 +6,7 @@ mod support;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use support::worker::{Kubelet, Temper, Worker};
+use support::worker::{Health, Kubelet, Temper, Worker};
 use support::{Hubs, Sidecar};
 
 fn restart_args(hubs: &Hubs, mode: &str, worker: &str, extra: &[&str]) -> Vec<String> {
@@ -223,13 +223,18 @@ async fn switches_inside_the_cooldown_are_published_at_once_and_coalesced_into_o
 async fn liveness_mode_fails_the_gate_until_the_worker_acknowledges() {
     let hubs = Hubs::start().await;
     let worker = Worker::new(hubs.dir.path(), "stand-in-live", Temper::Obliging);
+    let health = Health::start(200);
+    let probe = format!("--worker-probe={}", health.target());
     let args = restart_args(
         &hubs,
         "liveness",
         &worker.name,
-        &["--liveness-fail-for=60s"],
+        &["--liveness-fail-for=60s", &probe],
     );
     let (s, kubelet) = setup(&hubs, args, &worker);
+    // Before the switch /worker/livez answers for the worker's own probe.
+    assert_eq!(s.get("/worker/livez").0, 200);
+    assert_eq!(health.requests(), 1);
     fail_over(&hubs);
     s.wait_until("the gate fails", Duration::from_secs(10), |s| {
         s.get("/worker/livez").0 == 503
@@ -239,6 +244,10 @@ async fn liveness_mode_fails_the_gate_until_the_worker_acknowledges() {
         reason.contains("secondary") && reason.lines().count() == 1,
         "{reason}"
     );
+    // While the gate fails, the worker is not asked: the answer is the switch's.
+    let asked = health.requests();
+    assert_eq!(s.get("/worker/livez").0, 503);
+    assert_eq!(health.requests(), asked);
     assert_eq!(outcome(&s, "liveness", "gate_failed"), 1.0);
     assert_eq!(
         s.metric("kubeslice_worker_hub_worker_on_current_decision"),
@@ -256,6 +265,10 @@ async fn liveness_mode_fails_the_gate_until_the_worker_acknowledges() {
         1.0
     );
     assert_eq!(worker.starts()[1].1, hubs.secondary.endpoint());
+    assert!(
+        health.requests() >= 2,
+        "the gate's 200 is the worker's own again"
+    );
     let ack: serde_json::Value =
         serde_json::from_slice(&std::fs::read(hubs.handoff_dir().join("worker-ack.json")).unwrap())
             .unwrap();
@@ -588,4 +601,61 @@ async fn a_stray_process_with_the_workers_name_is_never_signalled_nor_taken_for_
     let _ = after.kill();
     let _ = before.wait();
     let _ = after.wait();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn liveness_mode_answers_for_the_worker_s_own_probe_after_its_grace() {
+    let hubs = Hubs::start().await;
+    hubs.both_claim(&hubs.primary, "ctrl-a");
+    let mut health = Health::start(200);
+    let probe = format!("--worker-probe={}", health.target());
+    let strict = Sidecar::spawn(
+        &restart_args(&hubs, "liveness", "no-such-worker", &[&probe]),
+        &hubs.handoff_dir(),
+    );
+    let other = tempfile::tempdir().unwrap();
+    let patient_args: Vec<String> = restart_args(
+        &hubs,
+        "liveness",
+        "no-such-worker",
+        &[&probe, "--worker-probe-grace=1h"],
+    )
+    .into_iter()
+    .map(|a| match a.starts_with("--handoff-dir=") {
+        true => format!("--handoff-dir={}", other.path().display()),
+        false => a,
+    })
+    .collect();
+    let patient = Sidecar::spawn(&patient_args, other.path());
+    for s in [&strict, &patient] {
+        s.wait_until("startup", Duration::from_secs(10), |s| {
+            s.handoff().is_some()
+        });
+        assert_eq!(s.get("/worker/livez").0, 200);
+    }
+    let dead = "kubeslice_worker_hub_worker_probe_failures_total{verdict=\"dead\"}";
+    let tolerated = "kubeslice_worker_hub_worker_probe_failures_total{verdict=\"tolerated\"}";
+    assert_eq!(strict.metric(dead), 0.0);
+
+    // The worker's /healthz fails: at once with no grace, not yet within an hour's.
+    health.set(500);
+    let (code, why) = strict.get("/worker/livez");
+    assert_eq!(code, 503, "{why}");
+    assert!(
+        why.contains("own liveness check") && why.contains("answered 500"),
+        "{why}"
+    );
+    assert_eq!(strict.metric(dead), 1.0);
+    assert_eq!(patient.get("/worker/livez").0, 200);
+    assert_eq!(patient.metric(tolerated), 1.0);
+    assert_eq!(patient.metric(dead), 0.0);
+
+    // It recovers, then its port closes: a refused connection is a failure too.
+    health.set(200);
+    assert_eq!(strict.get("/worker/livez").0, 200);
+    health.stop();
+    let (code, why) = strict.get("/worker/livez");
+    assert_eq!(code, 503, "{why}");
+    assert!(why.contains(&health.target()), "{why}");
+    assert!(!strict.logs().contains("panicked"), "{}", strict.logs());
 }

@@ -218,6 +218,26 @@ pub struct Settings {
         default_value = "90s"
     )]
     pub liveness_fail_for: String,
+    /// Liveness mode: the worker's own livenessProbe target (http://HOST:PORT/PATH or
+    /// tcp://HOST:PORT), checked on each /worker/livez request. Empty: none.
+    #[arg(long, env = "HUB_WORKER_PROBE", global = true, default_value = "")]
+    pub worker_probe: String,
+    /// Liveness mode: how long one check of --worker-probe may take.
+    #[arg(
+        long,
+        env = "HUB_WORKER_PROBE_TIMEOUT",
+        global = true,
+        default_value = "1s"
+    )]
+    pub worker_probe_timeout: String,
+    /// Liveness mode: how long --worker-probe must fail every check before /worker/livez fails.
+    #[arg(
+        long,
+        env = "HUB_WORKER_PROBE_GRACE",
+        global = true,
+        default_value = "0s"
+    )]
+    pub worker_probe_grace: String,
     /// Upper bound of the random delay before acting on a switch.
     #[arg(long, env = "HUB_RESTART_JITTER", global = true, default_value = "5s")]
     pub restart_jitter: String,

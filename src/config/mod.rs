@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 pub use cli::{Cli, Command, OutputFormat, Settings};
-pub use restart::{RestartConfig, RestartMode, RestartSignal};
+pub use restart::{RestartConfig, RestartMode, RestartSignal, WorkerProbeConfig};
 pub use values::{ConfigError, LogFormat};
 
 use crate::claim::Endpoint;
@@ -376,6 +376,34 @@ mod tests {
                 "longer than a year",
             ),
             (&["--kill-after=2y"], "--kill-after", "longer than a year"),
+            (
+                &["--worker-probe=http://127.0.0.1:8081/healthz"],
+                "--worker-probe",
+                "used only with --restart-mode liveness",
+            ),
+            (
+                &["--restart-mode=liveness", "--worker-probe=127.0.0.1:8081"],
+                "--worker-probe",
+                "tcp://HOST:PORT",
+            ),
+            (
+                &[
+                    "--restart-mode=liveness",
+                    "--worker-probe=tcp://127.0.0.1:8081",
+                    "--worker-probe-timeout=0s",
+                ],
+                "--worker-probe-timeout",
+                "longer than zero",
+            ),
+            (
+                &[
+                    "--restart-mode=liveness",
+                    "--worker-probe=tcp://127.0.0.1:8081",
+                    "--worker-probe-grace=soon",
+                ],
+                "--worker-probe-grace",
+                "duration",
+            ),
         ];
         for (extra, flag, fragment) in cases {
             let e = error_for(extra);

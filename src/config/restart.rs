@@ -8,6 +8,7 @@ use rustix::process::Signal;
 
 use super::cli::Settings;
 use super::values::{parse, ConfigError, Delay, Interval};
+use crate::worker_probe::WorkerProbe;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -104,6 +105,8 @@ pub struct RestartConfig {
     pub kill_after: Duration,
     pub verify_timeout: Duration,
     pub liveness_fail_for: Duration,
+    /// Liveness mode: the worker's own check, which `/worker/livez` answers for too.
+    pub worker_probe: Option<WorkerProbeConfig>,
     pub jitter: Duration,
     pub cooldown: Duration,
 }
@@ -119,9 +122,41 @@ impl RestartConfig {
             kill_after: interval("kill_after", &s.kill_after)?,
             verify_timeout: interval("restart_verify_timeout", &s.restart_verify_timeout)?,
             liveness_fail_for: interval("liveness_fail_for", &s.liveness_fail_for)?,
+            worker_probe: WorkerProbeConfig::from_settings(s)?,
             jitter: delay("restart_jitter", &s.restart_jitter)?,
             cooldown: delay("restart_cooldown", &s.restart_cooldown)?,
         })
+    }
+}
+
+/// `--worker-probe` and how it is judged.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WorkerProbeConfig {
+    pub target: WorkerProbe,
+    pub timeout: Duration,
+    pub grace: Duration,
+}
+
+impl WorkerProbeConfig {
+    fn from_settings(s: &Settings) -> Result<Option<Self>, ConfigError> {
+        if s.worker_probe.trim().is_empty() {
+            return Ok(None);
+        }
+        let mode: RestartMode = parse("restart_mode", &s.restart_mode)?;
+        if mode != RestartMode::Liveness {
+            return Err(ConfigError::new(
+                "worker_probe",
+                format!(
+                    "is used only with --restart-mode liveness (the mode is {}); unset it",
+                    mode.as_str()
+                ),
+            ));
+        }
+        Ok(Some(Self {
+            target: parse("worker_probe", &s.worker_probe)?,
+            timeout: parse::<Interval>("worker_probe_timeout", &s.worker_probe_timeout)?.0,
+            grace: parse::<Delay>("worker_probe_grace", &s.worker_probe_grace)?.0,
+        }))
     }
 }
 

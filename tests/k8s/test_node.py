@@ -85,12 +85,14 @@ def example_chart(tmp_path_factory):
 class Pod:
     """One rendering of the example chart, running on the node."""
 
-    def __init__(self, node: Node, chart, hubs, name: str, mode: str, native: bool, extra: dict[str, Any] | None = None):
+    def __init__(self, node: Node, chart, hubs, name: str, mode: str, native: bool, extra: dict[str, Any] | None = None,
+                 worker: dict[str, Any] | None = None, worker_env: dict[str, str] | None = None):
         a, b = hubs
         self.cp, self.name = node.cp, name
         values = {
             "worker": {"image": {"repository": f"{IMAGE_REPO}/worker", "tag": "test", "pullPolicy": "Never"},
-                       "hubEndpoint": a.cp.endpoint, "projectNamespace": a.namespace, "clusterName": a.cluster},
+                       "hubEndpoint": a.cp.endpoint, "projectNamespace": a.namespace, "clusterName": a.cluster,
+                       **(worker or {})},
             "hubFollower": {"image": {"repository": f"{IMAGE_REPO}/hub-follower", "tag": "test", "pullPolicy": "Never"},
                             "secondary": {"endpoint": b.cp.endpoint},
                             "restart": {"mode": mode}, "nativeSidecar": native, **(extra or {})},
@@ -105,6 +107,8 @@ class Pod:
         # kubelet's service variables).
         self.rbac = rendered.kind("Role") + rendered.kind("RoleBinding")
         for c in spec.get("initContainers", []) + spec["containers"]:
+            if c["name"] == "manager":
+                c.setdefault("env", []).extend({"name": k, "value": v} for k, v in (worker_env or {}).items())
             if c["name"] == "hub-follower":
                 c.setdefault("env", []).extend([
                     {"name": "KUBERNETES_SERVICE_HOST", "value": "127.0.0.1"},
@@ -199,9 +203,9 @@ def deploy(node, example_chart, hubs, request):
     for hub in hubs:
         hub.claim(hubs[0].cp.endpoint, A_ID, LONG_AGO)
 
-    def _deploy(mode: str, native: bool, extra: dict[str, Any] | None = None, wait_ready: bool = True) -> Pod:
+    def _deploy(mode: str, native: bool, extra: dict[str, Any] | None = None, wait_ready: bool = True, **worker) -> Pod:
         name = f"worker-{mode}-{'native' if native else 'classic'}-{len(made)}"
-        pod = Pod(node, example_chart, hubs, name, mode, native, extra).create()
+        pod = Pod(node, example_chart, hubs, name, mode, native, extra, **worker).create()
         made.append(pod)
         if wait_ready:
             wait_for(f"{name} ready", pod.ready, 120, every=0.5)
@@ -293,7 +297,11 @@ def test_a_native_sidecar_holds_the_worker_until_its_readyz_answers(deploy, hubs
         hub.cp.wait_ready()
 
 
-def test_failover_latency_on_the_real_node(deploy, hubs):
+ACTED = {"signal": "signalled the worker", "liveness": "failing /worker/livez so that kubelet restarts the worker"}
+
+
+@pytest.mark.parametrize("mode", ["signal", "liveness"])
+def test_failover_latency_on_the_real_node(deploy, hubs, mode):
     """Promotion -> worker running on the new hub, at the chart's default timing. Each sample
     is a fresh pod, so each restart is its container's first: kubelet's back-off, which
     delays a container's later restarts, is not part of these numbers."""
@@ -302,22 +310,48 @@ def test_failover_latency_on_the_real_node(deploy, hubs):
     for i in range(5):
         for hub in hubs:
             hub.claim(a.cp.endpoint, A_ID, LONG_AGO)
-        pod = deploy("signal", i % 2 == 0)
+        pod = deploy(mode, i % 2 == 0)
         t0 = time.time()
         b.claim(b.cp.endpoint, B_ID)
         wait_for("the worker on B", lambda: pod.worker_hub() == b.cp.endpoint, 120, every=0.1)
         started = pod.worker_started_at()
         handoff = decided_at(pod)
-        signalled = logged_at(pod, "signalled the worker")
-        samples.append({"total": started - t0, "decision": handoff - t0, "jitter": signalled - handoff,
-                        "kubelet": started - signalled})
+        acted = logged_at(pod, ACTED[mode])
+        samples.append({"total": started - t0, "decision": handoff - t0, "jitter": acted - handoff,
+                        "kubelet": started - acted})
+        if mode == "liveness":
+            # The kubelet acted on the failing gate, before --liveness-fail-for reopened it.
+            wait_for("the gate cleared by the worker's acknowledgement",
+                     lambda: any("the worker acknowledged the current decision" in l and '"generation":2' in l
+                                 for l in pod.logs("hub-follower")), 30)
+            assert not any("unverified" in l for l in pod.logs("hub-follower"))
+            assert [e for e in pod.events("Unhealthy") if "503" in e.get("message", "")], pod.events("Unhealthy")
         pod.delete()
-    RESULTS.write_text(json.dumps(samples, indent=1))
+    RESULTS.with_name(f"failover-latency-{mode}.json").write_text(json.dumps(samples, indent=1))
     for key in ("total", "decision", "jitter", "kubelet"):
         values = sorted(s[key] for s in samples)
-        print(f"{key}: p50 {statistics.median(values):.2f}s max {values[-1]:.2f}s  {['%.2f' % v for v in values]}")
+        print(f"{mode} {key}: p50 {statistics.median(values):.2f}s max {values[-1]:.2f}s  {['%.2f' % v for v in values]}")
     # The restart jitter is drawn from 0..5s (the chart's default); the rest is kubelet's.
     assert all(0 <= s["jitter"] <= 5.5 and s["kubelet"] > 0 for s in samples), samples
+
+
+def test_liveness_mode_restarts_a_hung_worker_through_its_own_probe(deploy, hubs):
+    """The worker's own livenessProbe, handed to the sidecar, still restarts a hung worker,
+    on the hub it was on. The stand-in hangs 5 s after its first start; with its probe's
+    periodSeconds 5 the grace is (3-1)*5 - (3-1)*2 = 6 s."""
+    a, _ = hubs
+    pod = deploy("liveness", True, worker={"livenessProbe": {"httpGet": {"path": "/healthz", "port": 8081}, "periodSeconds": 5}},
+                 worker_env={"HUB_TEST_HANG_ONCE_AFTER": "5"})
+    assert pod.restarts("manager") == 0
+    wait_for("the hung worker restarted", lambda: pod.restarts("manager") == 1, 90, every=0.5)
+    wait_for("the worker ready again", pod.ready, 60, every=0.5)
+    assert pod.worker_hub() == a.cp.endpoint
+    log = pod.logs("hub-follower")
+    assert any("the worker's own liveness check failed" in l for l in log), log[-20:]
+    assert any("/worker/livez fails for the worker's own health" in l and "answered 500" in l for l in log), log[-20:]
+    assert pod.restarts("hub-follower") == 0
+    time.sleep(10)  # the new worker is healthy: no second restart
+    assert pod.restarts("manager") == 1
 
 
 def decided_at(pod: Pod) -> float:

@@ -163,3 +163,81 @@ impl Drop for Kubelet {
         }
     }
 }
+
+/// The worker's own health endpoint, as the original livenessProbe checks it: answers every
+/// request with the status set last, and counts the requests it got.
+pub struct Health {
+    pub addr: std::net::SocketAddr,
+    status: Arc<std::sync::atomic::AtomicU16>,
+    requests: Arc<std::sync::atomic::AtomicU64>,
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Health {
+    pub fn start(status: u16) -> Self {
+        use std::io::{Read, Write};
+        use std::sync::atomic::{AtomicU16, AtomicU64};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let addr = listener.local_addr().unwrap();
+        let code = Arc::new(AtomicU16::new(status));
+        let requests = Arc::new(AtomicU64::new(0));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (c, r, s) = (code.clone(), requests.clone(), stop.clone());
+        let thread = std::thread::spawn(move || {
+            while !s.load(Ordering::SeqCst) {
+                let Ok((mut conn, _)) = listener.accept() else {
+                    std::thread::sleep(Duration::from_millis(5));
+                    continue;
+                };
+                conn.set_nonblocking(false).unwrap();
+                let mut buf = [0u8; 2048];
+                let n = conn.read(&mut buf).unwrap_or(0);
+                if !String::from_utf8_lossy(&buf[..n]).starts_with("GET /healthz ") {
+                    let _ = conn.write_all(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n");
+                    continue;
+                }
+                r.fetch_add(1, Ordering::SeqCst);
+                let status = c.load(Ordering::SeqCst);
+                let _ = write!(
+                    conn,
+                    "HTTP/1.1 {status} X\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+                );
+            }
+        });
+        Self {
+            addr,
+            status: code,
+            requests,
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    pub fn target(&self) -> String {
+        format!("http://{}/healthz", self.addr)
+    }
+
+    pub fn set(&self, status: u16) {
+        self.status.store(status, Ordering::SeqCst);
+    }
+
+    pub fn requests(&self) -> u64 {
+        self.requests.load(Ordering::SeqCst)
+    }
+
+    /// Stops answering and closes the port: connections are refused from now on.
+    pub fn stop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Health {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}

@@ -138,34 +138,111 @@ seccompProfile:
 {{- end -}}
 
 {{/*
-Worker livenessProbe timing for liveness mode, derived from restart.livenessFailFor.
+The worker's livenessProbe in liveness mode (takes (dict "root" $ "handover" MAP), the
+map from hub-follower.workerProbeHandover): an httpGet on the sidecar's /worker/livez.
 
-After a switch /worker/livez answers 503 for at most F = livenessFailFor (less if the
-restarted worker acknowledges earlier). The kubelet restarts the worker after T =
-livenessFailureThreshold consecutive failures, P = periodSeconds apart. The first
-failing probe can come up to P after the gate closes, and each probe may take up to
-timeoutSeconds, so the restart is decided within T*P + timeoutSeconds of the switch.
-That must happen inside F, or the gate reopens first and the restart never happens.
-Keeping one more period spare for probe scheduling jitter gives
+After a switch /worker/livez answers 503 for at most F = restart.livenessFailFor (less
+if the restarted worker acknowledges earlier). The kubelet restarts the worker after
+T = restart.livenessFailureThreshold consecutive failures, P =
+restart.livenessPeriodSeconds apart. The first failing probe can come up to P after
+the gate closes, and each probe may take up to timeoutSeconds, so the restart is
+decided within T*P + timeoutSeconds of the gate closing. That must happen inside F, with
+one period spare for probe scheduling jitter, or the gate reopens first:
+T*P + timeoutSeconds + P <= F. The defaults (P=2s, T=3, timeout 2s) decide it within
+8s; F=90s leaves ample room.
 
-  periodSeconds = floor((F - timeoutSeconds) / (T + 1))
-
-so T*P + timeoutSeconds <= F - P. With the defaults (F=90s, T=3, timeout 1s): P=22s,
-decided by 67s.
+timeoutSeconds is the worker's own probe's plus one second for the hop through the
+sidecar (1s when nothing is handed over); initialDelaySeconds is the worker's own.
 */}}
-{{- define "hub-follower.workerLivenessTiming" -}}
-{{- $hf := .Values.hubFollower -}}
-{{- $timeout := 1 -}}
+{{- define "hub-follower.workerLivenessProbe" -}}
+{{- $hf := .root.Values.hubFollower -}}
+{{- $h := .handover -}}
 {{- $t := $hf.restart.livenessFailureThreshold | int64 -}}
+{{- $p := $hf.restart.livenessPeriodSeconds | int64 -}}
+{{- $timeout := 1 -}}
+{{- if $h.target }}{{ $timeout = add ($h.timeoutSeconds | int64) 1 }}{{ end -}}
 {{- $f := div (include "hub-follower.durationMs" (list "restart.livenessFailFor" $hf.restart.livenessFailFor) | int64) 1000 -}}
-{{- $p := div (sub $f $timeout) (add $t 1) -}}
-{{- if lt $p 1 -}}
-{{- fail (printf "hubFollower.restart.livenessFailFor: %q is too short for restart.livenessFailureThreshold=%d; the worker's livenessProbe needs at least %ds to fail %d times inside it" $hf.restart.livenessFailFor $t (add $t 1 $timeout) $t) -}}
+{{- $need := add (mul $t $p) $timeout $p -}}
+{{- if lt $f $need -}}
+{{- fail (printf "hubFollower.restart.livenessFailFor: %q is too short for restart.livenessFailureThreshold=%d and restart.livenessPeriodSeconds=%d; the worker's livenessProbe needs at least %ds to fail %d times inside it (threshold x period + timeout %ds + one period spare)" $hf.restart.livenessFailFor $t $p $need $t $timeout) -}}
 {{- end -}}
+httpGet:
+  path: /worker/livez
+  port: {{ $hf.port | int64 }}
+{{- with $h.initialDelaySeconds }}
+initialDelaySeconds: {{ . | int64 }}
+{{- end }}
 periodSeconds: {{ $p }}
 failureThreshold: {{ $t }}
 timeoutSeconds: {{ $timeout }}
 successThreshold: 1
+{{- with $h.terminationGracePeriodSeconds }}
+terminationGracePeriodSeconds: {{ . | int64 }}
+{{- end }}
+{{- end -}}
+
+{{/*
+The worker's own livenessProbe, handed over to the sidecar in liveness mode (takes
+(dict "worker" MAP)), as a map in YAML; empty when the worker has none.
+
+  target     http://127.0.0.1:PORT/PATH (httpGet) or tcp://127.0.0.1:PORT (tcpSocket),
+             a named port resolved from the worker's ports; httpGet.host when set
+  timeoutSeconds, initialDelaySeconds, terminationGracePeriodSeconds: the worker's
+  graceSeconds   (T0-1)*P0 - (T-1)*P, at least 0: the worker's own probe restarted it
+             (T0-1)*P0 after its first failure (T0 = failureThreshold, default 3;
+             P0 = periodSeconds, default 10); the sidecar reports it after the grace
+             and kubelet needs T-1 periods more, so the total stays the same.
+
+exec and grpc probes, HTTPS and httpHeaders cannot be run by the sidecar: refused.
+*/}}
+{{- define "hub-follower.workerProbeHandover" -}}
+{{- $hf := .root.Values.hubFollower -}}
+{{- $w := .worker -}}
+{{- $own := $w.livenessProbe -}}
+{{- if $own -}}
+{{- $why := "restart.mode=liveness points the worker's livenessProbe at the sidecar's /worker/livez and hands the worker's own check to the sidecar, which runs httpGet (HTTP) and tcpSocket checks" -}}
+{{- $action := "" -}}
+{{- range $k := list "httpGet" "tcpSocket" "exec" "grpc" }}{{ if hasKey $own $k }}{{ $action = $k }}{{ end }}{{ end -}}
+{{- if not (has $action (list "httpGet" "tcpSocket")) -}}
+{{- fail (printf "hubFollower.restart.mode: the worker container %s has a livenessProbe of kind %s; %s. Use restart.mode=signal, or give the worker an httpGet or tcpSocket livenessProbe" (toString $w.name) ($action | default "(none)") $why) -}}
+{{- end -}}
+{{- $a := get $own $action -}}
+{{- $port := $a.port -}}
+{{- if kindIs "string" $port -}}
+{{- $named := "" -}}
+{{- range ($w.ports | default list) }}{{ if eq (toString .name) $port }}{{ $named = .containerPort }}{{ end }}{{ end -}}
+{{- if not $named -}}
+{{- fail (printf "hubFollower.restart.mode: the worker container %s's livenessProbe uses the port %q, which none of its ports is named; name one of its ports so, or give the probe a port number" (toString $w.name) $port) -}}
+{{- end -}}
+{{- $port = $named -}}
+{{- end -}}
+{{- $host := $a.host | default "127.0.0.1" -}}
+{{- if contains ":" $host }}{{ $host = printf "[%s]" $host }}{{ end -}}
+{{- $target := printf "tcp://%s:%d" $host ($port | int64) -}}
+{{- if eq $action "httpGet" -}}
+{{- if and $a.scheme (ne (upper (toString $a.scheme)) "HTTP") -}}
+{{- fail (printf "hubFollower.restart.mode: the worker container %s's livenessProbe uses scheme %s; %s. Use restart.mode=signal" (toString $w.name) (toString $a.scheme) $why) -}}
+{{- end -}}
+{{- if $a.httpHeaders -}}
+{{- fail (printf "hubFollower.restart.mode: the worker container %s's livenessProbe sets httpHeaders, which the sidecar does not send; %s. Use restart.mode=signal, or drop the headers" (toString $w.name) $why) -}}
+{{- end -}}
+{{- $path := toString ($a.path | default "/") -}}
+{{- if not (hasPrefix "/" $path) }}{{ $path = printf "/%s" $path }}{{ end -}}
+{{- $target = printf "http://%s:%d%s" $host ($port | int64) $path -}}
+{{- end -}}
+{{- $t0 := $own.failureThreshold | default 3 | int64 -}}
+{{- $p0 := $own.periodSeconds | default 10 | int64 -}}
+{{- $grace := sub (mul (sub $t0 1) $p0) (mul (sub ($hf.restart.livenessFailureThreshold | int64) 1) ($hf.restart.livenessPeriodSeconds | int64)) -}}
+target: {{ $target | quote }}
+timeoutSeconds: {{ $own.timeoutSeconds | default 1 | int64 }}
+graceSeconds: {{ max $grace 0 }}
+{{- with $own.initialDelaySeconds }}
+initialDelaySeconds: {{ . | int64 }}
+{{- end }}
+{{- with $own.terminationGracePeriodSeconds }}
+terminationGracePeriodSeconds: {{ . | int64 }}
+{{- end }}
+{{- end -}}
 {{- end -}}
 
 
@@ -241,9 +318,6 @@ off); here they fail before a pod crash-loops. */ -}}
 {{- end -}}
 {{- else if eq $uid 0 -}}
 {{- fail (printf "hubFollower.securityContext.runAsUser: 0 (root) is allowed only with hubFollower.restart.mode=signal; in %s mode the sidecar needs no privilege" $hf.restart.mode) -}}
-{{- end -}}
-{{- if eq $hf.restart.mode "liveness" -}}
-{{- $_ := include "hub-follower.workerLivenessTiming" $root -}}
 {{- end -}}
 {{- end -}}
 
@@ -548,12 +622,4 @@ credential sits at the sidecar's path because the handoff publishes paths. */}}
 {{- end }}
 {{- end -}}
 
-{{/* The worker's livenessProbe in liveness mode, as a map in YAML (takes the root):
-an httpGet on the sidecar's /worker/livez with the timing of
-hub-follower.workerLivenessTiming. */}}
-{{- define "hub-follower.workerLivenessProbe" -}}
-httpGet:
-  path: /worker/livez
-  port: {{ .Values.hubFollower.port | int64 }}
-{{ include "hub-follower.workerLivenessTiming" . }}
-{{- end -}}
+

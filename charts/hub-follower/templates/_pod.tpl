@@ -25,7 +25,8 @@ The patch adds the sidecar (a native sidecar in initContainers, or a regular
 container after the worker), the hub-follower-install init container (execWrapper),
 the handoff, secondary-credential and binary volumes and the worker's mounts of them,
 HUB_HANDOFF_DIR in the worker's env, the exec wrapper around the worker's command, the
-/worker/livez livenessProbe (liveness mode), shareProcessNamespace and the worker's
+/worker/livez livenessProbe with the worker's own probe handed to the sidecar
+(liveness mode), shareProcessNamespace and the worker's
 runAsUser (signal mode), and pod annotations that are not there yet. The sidecar's
 HUB_HOST_ENDPOINT, HUB_PROJECT_NAMESPACE, CLUSTER_NAME, HUB_TOKEN_FILE and HUB_CA_FILE
 are the worker's own env entries, copied as they are, unless hubFollower.* sets them;
@@ -222,7 +223,15 @@ holds each file), or primary.volumeName there. */ -}}
 
 {{- /* The sidecar and the installer. */ -}}
 {{- $sidecar := include "hub-follower.sidecar" $c | fromYaml -}}
-{{- $_ := set $sidecar "env" (concat $primaryEnv $sidecar.env) -}}
+{{- $handover := dict -}}
+{{- $probeEnv := list -}}
+{{- if eq $mode "liveness" -}}
+{{- $handover = include "hub-follower.workerProbeHandover" (dict "root" $root "worker" $worker) | fromYaml -}}
+{{- if $handover.target -}}
+{{- $probeEnv = list (dict "name" "HUB_WORKER_PROBE" "value" $handover.target) (dict "name" "HUB_WORKER_PROBE_TIMEOUT" "value" (printf "%ds" ($handover.timeoutSeconds | int64))) (dict "name" "HUB_WORKER_PROBE_GRACE" "value" (printf "%ds" ($handover.graceSeconds | int64))) -}}
+{{- end -}}
+{{- end -}}
+{{- $_ := set $sidecar "env" (concat $primaryEnv $sidecar.env $probeEnv) -}}
 {{- $_ := set $sidecar "volumeMounts" (concat (list (first $sidecar.volumeMounts)) $primaryMounts (rest $sidecar.volumeMounts)) -}}
 {{- $inits := $pod.initContainers | default list -}}
 {{- if $hf.execWrapper -}}
@@ -250,7 +259,7 @@ holds each file), or primary.volumeName there. */ -}}
 {{- $_ := set $worker "command" (concat $wrap (list "--") $worker.command) -}}
 {{- end -}}
 {{- if eq $mode "liveness" -}}
-{{- $_ := set $worker "livenessProbe" (include "hub-follower.workerLivenessProbe" $root | fromYaml) -}}
+{{- $_ := set $worker "livenessProbe" (include "hub-follower.workerLivenessProbe" (dict "root" $root "handover" $handover) | fromYaml) -}}
 {{- end -}}
 
 {{- /* The pod: process namespace and annotations. */ -}}

@@ -3,13 +3,18 @@
  * namespace. It logs the hub it was started with, once, then answers its own probes:
  * GET /healthz and /readyz on HUB_TEST_PROBE_PORT (default 8081) with 200. The node tests run
  * in a network namespace of their own, so listening on every address there is safe.
+ * With HUB_TEST_HANG_ONCE_AFTER=N, the pod's first worker "hangs" N seconds after it
+ * starts: /healthz answers 500 from then on. It marks the handoff directory (an emptyDir
+ * the pod keeps), so the worker the kubelet starts next is healthy.
  * Built static: the image holds this file alone. */
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 static void done(int sig) {
@@ -30,6 +35,18 @@ int main(void) {
            env_or("HUB_TOKEN_FILE", "-"), (int)getpid());
     fflush(stdout);
 
+    time_t hang_at = 0;
+    const char *hang = getenv("HUB_TEST_HANG_ONCE_AFTER");
+    if (hang && *hang) {
+        char mark[512];
+        snprintf(mark, sizeof mark, "%s/test-hung-once", env_or("HUB_HANDOFF_DIR", "/tmp"));
+        int m = open(mark, O_CREAT | O_EXCL | O_WRONLY, 0644);
+        if (m >= 0) {
+            close(m);
+            hang_at = time(NULL) + atoi(hang);
+        }
+    }
+
     int port = atoi(env_or("HUB_TEST_PROBE_PORT", "8081"));
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     int one = 1;
@@ -42,6 +59,7 @@ int main(void) {
     }
     static const char ok[] = "HTTP/1.0 200 OK\r\nContent-Length: 3\r\n\r\nok\n";
     static const char missing[] = "HTTP/1.0 404 Not Found\r\nContent-Length: 0\r\n\r\n";
+    static const char hung[] = "HTTP/1.0 500 Internal Server Error\r\nContent-Length: 5\r\n\r\nhung\n";
     for (;;) {
         int c = accept(fd, NULL, NULL);
         if (c < 0) continue;
@@ -49,7 +67,8 @@ int main(void) {
         ssize_t n = read(c, buf, sizeof buf - 1);
         buf[n > 0 ? n : 0] = 0;
         int known = strncmp(buf, "GET /healthz", 12) == 0 || strncmp(buf, "GET /readyz", 11) == 0;
-        const char *reply = known ? ok : missing;
+        int is_hung = hang_at && time(NULL) >= hang_at && strncmp(buf, "GET /healthz", 12) == 0;
+        const char *reply = is_hung ? hung : known ? ok : missing;
         ssize_t w = write(c, reply, strlen(reply));
         (void)w;
         close(c);
