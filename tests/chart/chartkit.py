@@ -1,10 +1,12 @@
 """Render the hub-follower charts with the Helm v4 SDK and take the result apart.
 
 Helm comes from the `helm-python-sdk` wheel (import name `helm_python`), which wraps
-Helm's Go library: no helm binary and no cluster. The example chart and the
-kubeslice-worker-shaped fixture depend on the library through `file://../hub-follower`;
-`prepare_charts` resolves that offline in a temporary copy, so the repository's chart
-directories are never written to.
+Helm's Go library: no helm binary and no cluster. The example chart depends on
+the library through `file://../hub-follower`; `prepare_charts` resolves that offline in a
+temporary copy, so the repository's chart directories are never written to. The
+kubeslice-worker-shaped fixture is kept plain (without hub-follower) and gets it the way
+a user's copy of the real chart does, from charts/kubeslice-worker-1.3.1.patch, applied
+by `prepare_fixture` in a temporary copy.
 
 Rendered YAML is loaded with a loader that refuses duplicate mapping keys, so every
 test that renders also checks that no key is written twice.
@@ -13,8 +15,10 @@ test that renders also checks that no key is written twice.
 from __future__ import annotations
 
 import copy
+import os
 import re
 import shutil
+import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,11 +39,16 @@ DOCS = REPO / "docs" / "helm.md"
 # The Grafana dashboard the library renders into a ConfigMap (dashboard.enabled).
 DASHBOARD = LIBRARY / "files" / "dashboard.json"
 README = REPO / "README.md"
-# A parent chart shaped like kubeslice-worker (charts/kubeslice-worker, 1.3.1).
+# A parent chart shaped like kubeslice-worker (charts/kubeslice-worker, 1.3.1), without
+# hub-follower.
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "kubeslice-worker"
-# The one line of the fixture that integrates hub-follower, and what it is without it.
+# The edits of docs/helm.md section 1 for kubeslice-worker 1.3.1; the fixture gets
+# hub-follower from it alone.
+PATCH = CHARTS / "kubeslice-worker-1.3.1.patch"
+# The line of the patch that renders the operator template through hub-follower.inject.
 FIXTURE_WRAP = '{{ include "hub-follower.inject" (dict "root" . "manifests" (include "kubeslice-worker.operator" .)) }}'
-FIXTURE_PLAIN = '{{ include "kubeslice-worker.operator" . }}'
+# Runs hub-follower.inject on manifests read from a file (a Helm post-renderer).
+POST_RENDERER = CHARTS / "hub-follower-post-renderer"
 
 # A current Kubernetes for validation, and the newest one without native sidecars
 # (restartPolicy on a container appeared in 1.28 and is on by default from 1.29).
@@ -76,30 +85,69 @@ def load_all_strict(text: str) -> list[Any]:
     return [d for d in yaml.load_all(text, Loader=StrictLoader) if d is not None]
 
 
-def prepare_fixture(workdir: Path, *, plain: bool = False) -> Path:
-    """Copy the library and the kubeslice-worker-shaped fixture into workdir.
+def patched_files(patch: Path = PATCH) -> list[str]:
+    """The paths a patch changes, relative to the chart directory."""
+    return re.findall(r"^\+\+\+ b/(\S+)", patch.read_text(), flags=re.M)
 
-    plain=True gives the fixture as it is without hub-follower: no dependency and the
-    define rendered directly instead of through hub-follower.inject.
+
+def patch_added_lines(path: str, patch: Path = PATCH) -> list[str]:
+    """The lines a patch adds to one file."""
+    text = patch.read_text()
+    section = text[text.index(f"+++ b/{path}\n"):].split("\n--- a/")[0]
+    return [line[1:] for line in section.splitlines()[1:] if line.startswith("+")]
+
+
+def apply_patch(chart_dir: Path, patch: Path = PATCH, *, check: bool = False) -> None:
+    """`git apply [--check]` the patch inside chart_dir, as docs/helm.md tells a user to.
+
+    Raises with git's own message when a hunk does not apply. Run inside a Git work
+    tree, `git apply` would take the paths as relative to it and could skip files
+    without failing, so the search for a repository stops at chart_dir, and every file
+    of the patch must be reported as checked (and, without check, applied cleanly).
     """
+    env = dict(os.environ, LC_ALL="C", GIT_CEILING_DIRECTORIES=str(chart_dir.resolve().parent))
+    args = ["git", "apply", "--verbose"] + (["--check"] if check else []) + [str(patch)]
+    done = subprocess.run(args, cwd=chart_dir, env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise AssertionError(f"{' '.join(args)} in {chart_dir} failed ({done.returncode}):\n{done.stderr}")
+    expected = [f"Checking patch {p}..." for p in patched_files(patch)]
+    if not check:
+        expected += [f"Applied patch {p} cleanly." for p in patched_files(patch)]
+    missing = [line for line in expected if line not in done.stderr.splitlines()]
+    assert not missing, f"{' '.join(args)} in {chart_dir} did not report {missing}:\n{done.stderr}"
+
+
+def copy_beside_library(chart: Path, workdir: Path) -> Path:
+    """Copy a chart into workdir with the library beside it, where its
+    `file://../hub-follower` points; neither copy takes a built charts/ or Chart.lock."""
     ignore = shutil.ignore_patterns("charts", "Chart.lock")
     if not (workdir / LIBRARY.name).exists():
         shutil.copytree(LIBRARY, workdir / LIBRARY.name, ignore=ignore)
-    fixture = workdir / FIXTURE.name
-    shutil.copytree(FIXTURE, fixture, ignore=ignore)
-    if plain:
-        meta = yaml.safe_load((fixture / "Chart.yaml").read_text())
-        del meta["dependencies"]
-        (fixture / "Chart.yaml").write_text(yaml.safe_dump(meta))
-        deployment = fixture / "templates" / "operator-deployment.yaml"
-        text = deployment.read_text()
-        assert text.count(FIXTURE_WRAP) == 1
-        deployment.write_text(text.replace(FIXTURE_WRAP, FIXTURE_PLAIN))
-        notes = fixture / "templates" / "NOTES.txt"
-        notes.write_text("\n".join(l for l in notes.read_text().splitlines() if "hub-follower" not in l) + "\n")
-    else:
-        helm.dependency_update(fixture)
+    dest = workdir / chart.name
+    shutil.copytree(chart, dest, ignore=ignore)
+    return dest
+
+
+def prepare_fixture(workdir: Path, *, plain: bool = False, fetch: bool = True) -> Path:
+    """Copy the library and the kubeslice-worker-shaped fixture into workdir.
+
+    plain=True gives the fixture as it is in the repository, without hub-follower.
+    Otherwise charts/kubeslice-worker-1.3.1.patch is applied to the copy and, with
+    fetch, the dependency is resolved (`helm dependency update`).
+    """
+    fixture = copy_beside_library(FIXTURE, workdir)
+    if not plain:
+        apply_patch(fixture)
+        if fetch:
+            helm.dependency_update(fixture)
     return fixture
+
+
+def prepare_post_renderer(workdir: Path) -> Path:
+    """Copy the post-renderer chart beside the library into workdir and build its charts/."""
+    chart = copy_beside_library(POST_RENDERER, workdir)
+    helm.dependency_update(chart)
+    return chart
 
 
 def prepare_charts(workdir: Path, *, without_schema: bool = False) -> Path:
@@ -108,12 +156,9 @@ def prepare_charts(workdir: Path, *, without_schema: bool = False) -> Path:
     without_schema drops the library's values.schema.json first, which renders as
     `--skip-schema-validation` would. Returns the example chart's directory.
     """
-    ignore = shutil.ignore_patterns("charts", "Chart.lock")
-    shutil.copytree(LIBRARY, workdir / LIBRARY.name, ignore=ignore)
+    example = copy_beside_library(EXAMPLE, workdir)
     if without_schema:
         (workdir / LIBRARY.name / "values.schema.json").unlink()
-    example = workdir / EXAMPLE.name
-    shutil.copytree(EXAMPLE, example, ignore=ignore)
     # Resolves file://../hub-follower into charts/hub-follower-0.1.0.tgz and writes
     # Chart.lock; a file:// repository needs no network.
     helm.dependency_update(example)
@@ -244,6 +289,33 @@ def render_error(chart: helm.Chart, values: dict[str, Any], kube_version: str | 
     except helm.HelmError as exc:
         return str(exc)
     raise AssertionError(f"rendering with {values!r} succeeded; it should have failed")
+
+
+# How Helm splits a rendered file into documents (releaseutil.SplitManifests).
+HELM_DOCUMENT_SEPARATOR = re.compile(r"(?:^|\s*\n)---\s*")
+
+
+def post_renderer_input(files: dict[str, str]) -> str:
+    """The stream Helm writes to a post-renderer for these rendered files: every
+    document on its own, trimmed, after `---` and a `# Source:` line. NOTES.txt and
+    hooks are not part of it."""
+    out = []
+    for name, text in sorted(files.items()):
+        if name.endswith("NOTES.txt"):
+            continue
+        for doc in HELM_DOCUMENT_SEPARATOR.split(text):
+            parsed = yaml.safe_load(doc) if doc.strip() else None
+            if parsed is None:
+                continue
+            if "helm.sh/hook" in ((parsed.get("metadata") or {}).get("annotations") or {}):
+                continue
+            out.append(f"---\n# Source: {name}\n{doc.strip()}\n")
+    return "".join(out)
+
+
+def as_multiset(docs: list[dict[str, Any]]) -> list[str]:
+    """Documents compared as objects, in any order."""
+    return sorted(json.dumps(d, sort_keys=True) for d in docs)
 
 
 def validate_k8s(doc: dict[str, Any], version: str = CURRENT_K8S) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import shutil
 
 import helm_python as helm
 import pytest
@@ -35,6 +34,17 @@ def test_kubeslice_worker_fixture_lints_clean(worker_chart_dir, mode, wrapper):
     values = {"hubFollower": {"enabled": True, "restart": {"mode": mode}, "execWrapper": wrapper,
                               "secondary": {"endpoint": "https://10.1.80.12:6443", "secretName": "kubeslice-hub-secondary"}}}
     report = helm.lint(worker_chart_dir, values, strict=True)
+    assert report["total_charts_linted"] == 1
+    assert findings(report) == []
+
+
+def test_post_renderer_chart_lints_clean(post_renderer_dir, plain_worker_chart):
+    # Lint renders the templates, which need manifests: the fixture's, as Helm would
+    # hand them to the post-renderer.
+    manifests = chartkit.post_renderer_input(chartkit.render_files(plain_worker_chart))
+    values = {"manifests": manifests, "hubFollower": {"enabled": True, "secondary": {"endpoint": "https://10.1.80.12:6443",
+                                                                                    "secretName": "kubeslice-hub-secondary"}}}
+    report = helm.lint(post_renderer_dir, values, strict=True)
     assert report["total_charts_linted"] == 1
     assert findings(report) == []
 
@@ -136,11 +146,18 @@ def test_docs_table_lists_every_value():
             assert f"`{name}`" in cells or f"`.{short}`" in cells or f"`{name}." in cells, name
 
 
-def test_docs_and_readme_show_the_fixtures_wrap():
-    # The integration documented is the one the kubeslice-worker fixture uses.
+def test_docs_and_readme_show_the_patchs_wrap():
+    # The integration documented is the one the patch makes, which the kubeslice-worker
+    # fixture gets.
     for doc in (chartkit.DOCS, chartkit.README):
         assert chartkit.FIXTURE_WRAP in doc.read_text(), doc
-    assert chartkit.FIXTURE_WRAP in (chartkit.FIXTURE / "templates" / "operator-deployment.yaml").read_text()
+    wrap = chartkit.patch_added_lines("templates/operator-deployment.yaml")
+    assert wrap[-1] == chartkit.FIXTURE_WRAP
+    # docs/helm.md shows the define first, then the end and the wrap, as the patch has them.
+    section = chartkit.DOCS.read_text().split("\n## 1. ")[1].split("\n## 2. ")[0]
+    shown = re.findall(r"```gotemplate\n(.*?)```", section, flags=re.S)[0].splitlines()
+    assert [shown[0], *shown[-2:]] == wrap
+    assert chartkit.FIXTURE_WRAP not in (chartkit.FIXTURE / "templates" / "operator-deployment.yaml").read_text()
 
 
 def test_the_documented_minimal_values_are_enough(worker_chart):
@@ -224,10 +241,7 @@ def test_readme_quick_start_runs_helm_dependency_update(tmp_path):
     assert 'no template "hub-follower.inject"' in quick
     # And that is what Helm says without it: the fixture with its dependency declared
     # but not fetched.
-    ignore = shutil.ignore_patterns("charts", "Chart.lock")
-    shutil.copytree(chartkit.LIBRARY, tmp_path / chartkit.LIBRARY.name, ignore=ignore)
-    shutil.copytree(chartkit.FIXTURE, tmp_path / chartkit.FIXTURE.name, ignore=ignore)
-    with helm.Chart.load(tmp_path / chartkit.FIXTURE.name) as unfetched:
+    with helm.Chart.load(chartkit.prepare_fixture(tmp_path, fetch=False)) as unfetched:
         message = chartkit.render_error(unfetched, {"hubFollower": {"enabled": True}})
     assert 'no template "hub-follower.inject"' in message
 
@@ -242,6 +256,6 @@ def test_operations_installs_with_one_include():
 def test_docs_show_the_notes_call_the_fixture_uses():
     # The NOTES call is the inject's dict, so the notes can name the patched workload.
     notes_call = chartkit.FIXTURE_WRAP.replace("hub-follower.inject", "hub-follower.notes")
-    assert notes_call in (chartkit.FIXTURE / "templates" / "NOTES.txt").read_text()
+    assert chartkit.patch_added_lines("templates/NOTES.txt") == [notes_call]
     assert notes_call in chartkit.DOCS.read_text()
     assert '{{ include "hub-follower.notes" . }}' not in chartkit.DOCS.read_text()
