@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import subprocess
 
 import helm_python as helm
 import promql_parser
@@ -244,3 +245,51 @@ def test_both_parents_lint_clean_with_the_dashboard(example_dir, worker_chart_di
         assert report["total_charts_linted"] == 1
         # Severity: 1 info, 2 warning, 3 error.
         assert [m for m in report["messages"] if m["severity"] >= 2] + report["errors"] == [], (parent, report)
+
+
+# Grafana's own schema for the dashboard, from the Go module pinned in tests/k8s/lint
+# (github.com/grafana/grafana-foundation-sdk/go); see tests/k8s/lint/grafana-dashboard.
+SCHEMA_CHECK = chartkit.REPO / "target" / "tools" / "grafana-dashboard"
+
+
+@pytest.fixture(scope="module")
+def schema_check():
+    if shutil.which("go") is None:
+        pytest.skip("no Go toolchain to build tests/k8s/lint/grafana-dashboard")
+    subprocess.run(["go", "build", "-o", str(SCHEMA_CHECK), "./grafana-dashboard"],
+                   cwd=chartkit.REPO / "tests" / "k8s" / "lint", check=True, capture_output=True, timeout=600)
+    return SCHEMA_CHECK
+
+
+def check_schema(schema_check, path) -> subprocess.CompletedProcess:
+    return subprocess.run([str(schema_check), str(path)], capture_output=True, text=True, timeout=60)
+
+
+def test_the_dashboard_is_valid_for_grafanas_schema(schema_check, dashboard):
+    r = check_schema(schema_check, chartkit.DASHBOARD)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert f"valid (schemaVersion {dashboard['schemaVersion']}, {len(dashboard['panels'])} panels" in r.stdout
+
+
+@pytest.mark.parametrize(
+    "break_it,problem",
+    [
+        (lambda d: d.update(shemaVersion=39), "unexpected field 'shemaVersion'"),
+        (lambda d: d["panels"][0]["gridPos"].update(w=30), "gridPos.w: must be <= 24"),
+        (lambda d: d["panels"][2]["fieldConfig"].update(defualts={}), "unexpected field 'defualts'"),
+        (lambda d: d["panels"][0]["options"]["legend"].update(displayMode="nonsense"), "legend.displayMode: nonsense is not one of"),
+        (lambda d: d["panels"][2]["targets"][0].update(exprr="up"), "unexpected field 'exprr'"),
+        (lambda d: d["panels"][1].update(type="state-timelin"), 'unknown panel type "state-timelin"'),
+        (lambda d: d["templating"]["list"][1].update(hide=7), "hide: 7 is not one of"),
+        (lambda d: d["panels"][0]["options"]["legend"].pop("calcs"), "legend.calcs: required field is missing"),
+    ],
+    ids=["unknown-field", "grid-width", "field-config-typo", "legend-enum", "target-typo", "panel-type", "variable-hide", "required"],
+)
+def test_the_schema_check_catches_a_broken_dashboard(schema_check, dashboard, tmp_path, break_it, problem):
+    broken = json.loads(json.dumps(dashboard))
+    break_it(broken)
+    path = tmp_path / "dashboard.json"
+    path.write_text(json.dumps(broken))
+    r = check_schema(schema_check, path)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert problem in r.stdout, r.stdout

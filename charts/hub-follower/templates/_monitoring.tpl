@@ -40,14 +40,14 @@ spec:
     - name: hub-follower
       rules:
         # The secondary hub's credential is used only at failover, so a broken one
-        # would fail exactly then. Fires after 10 minutes without one successful
-        # probe of the secondary, including "never succeeded since start".
+        # would fail exactly then. Fires after for.secondaryHubUnreachable without one
+        # successful probe of the secondary, including "never succeeded since start".
         - alert: HubFollowerSecondaryHubUnreachable
           expr: |
             sum without (reason) (rate(kubeslice_worker_hub_probe_errors_total{hub="secondary"}[{{ $window }}s])) > 0
             unless
             (time() - kubeslice_worker_hub_last_probe_success_timestamp_seconds{hub="secondary"}) < {{ $stale }}
-          for: 10m
+          for: {{ $rule.for.secondaryHubUnreachable }}
           labels:
             severity: warning
             {{- with $rule.alertLabels }}
@@ -55,7 +55,7 @@ spec:
             {{- end }}
           annotations:
             summary: hub-follower cannot probe the secondary hub.
-            description: {{ `The secondary hub has failed every probe of {{ $labels.namespace }}/{{ $labels.pod }} for 10 minutes. Its credential or endpoint would fail at failover.` | quote }}
+            description: {{ printf "The secondary hub has failed every probe of {{ $labels.namespace }}/{{ $labels.pod }} for %s. Its credential or endpoint would fail at failover." $rule.for.secondaryHubUnreachable | quote }}
             runbook_url: {{ printf "%s#hubfollowersecondaryhubunreachable" $base }}
         # Neither hub has answered a probe recently, or no decision is published: the
         # worker cannot follow a failover, and a restarting worker waits.
@@ -64,7 +64,7 @@ spec:
             (sum without (hub) (kubeslice_worker_hub_active) == 0)
             or
             (min without (hub) (time() - kubeslice_worker_hub_last_probe_success_timestamp_seconds) > {{ $stale }})
-          for: 5m
+          for: {{ $rule.for.noUsableHub }}
           labels:
             severity: critical
             {{- with $rule.alertLabels }}
@@ -89,7 +89,7 @@ spec:
             description: {{ `hub-follower in {{ $labels.namespace }}/{{ $labels.pod }} restarted the worker after a switch but did not see it come back on the new hub.` | quote }}
             runbook_url: {{ printf "%s#hubfollowerworkerrestartunverified" $base }}
         {{- if $hf.watch.enabled }}
-        # A hub answers probes but its watch has been down for 15 minutes: usually the
+        # A hub answers probes but its watch has been down for for.watchDown: usually the
         # identity lacks `list`/`watch` on clusters, or a proxy breaks streaming. Polling
         # still follows a failover, only without the fast path.
         - alert: HubFollowerWatchDown
@@ -97,7 +97,7 @@ spec:
             (kubeslice_worker_hub_watch_up == 0)
             and
             (time() - kubeslice_worker_hub_last_probe_success_timestamp_seconds) < {{ $stale }}
-          for: 15m
+          for: {{ $rule.for.watchDown }}
           labels:
             severity: warning
             {{- with $rule.alertLabels }}
@@ -105,7 +105,7 @@ spec:
             {{- end }}
           annotations:
             summary: hub-follower cannot watch a hub that answers its probes.
-            description: {{ `The watch of the {{ $labels.hub }} hub by {{ $labels.namespace }}/{{ $labels.pod }} has been down for 15 minutes while the hub answers probes. Failover is still followed by polling, only more slowly.` | quote }}
+            description: {{ printf "The watch of the {{ $labels.hub }} hub by {{ $labels.namespace }}/{{ $labels.pod }} has been down for %s while the hub answers probes. Failover is still followed by polling, only more slowly." $rule.for.watchDown | quote }}
             runbook_url: {{ printf "%s#hubfollowerwatchdown" $base }}
         {{- end }}
         - alert: HubFollowerSwitchFlapping

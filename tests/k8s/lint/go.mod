@@ -1,9 +1,13 @@
-// Test infrastructure only: actionlint, which checks .github/workflows in tests/image.
+// Test infrastructure only: actionlint, which checks .github/workflows in tests/image, and
+// grafana-dashboard, which checks the chart's dashboard against Grafana's schema in tests/chart.
 module hubfollower.test/lint
 
 go 1.25.0
 
-require github.com/rhysd/actionlint v1.7.12
+require (
+	github.com/grafana/grafana-foundation-sdk/go v0.0.22
+	github.com/rhysd/actionlint v1.7.12
+)
 
 require (
 	github.com/bmatcuk/doublestar/v4 v4.10.0 // indirect
