@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 use std::convert::Infallible;
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -22,6 +23,7 @@ use tokio::sync::{watch, Semaphore};
 
 use crate::claim_watch::WatchView;
 use crate::config::WorkerProbeConfig;
+use crate::handoff;
 use crate::metrics::Metrics;
 use crate::restart::RestartView;
 use crate::state::FollowerView;
@@ -53,26 +55,40 @@ pub struct Handlers {
 /// The worker's own liveness check and its failures in a row, shared by concurrent probes.
 pub struct WorkerCheck {
     config: WorkerProbeConfig,
+    handoff_dir: PathBuf,
     run: Mutex<FailureRun>,
 }
 
 impl WorkerCheck {
-    pub fn new(config: WorkerProbeConfig) -> Self {
+    pub fn new(config: WorkerProbeConfig, handoff_dir: PathBuf) -> Self {
         Self {
             config,
+            handoff_dir,
             run: Mutex::new(FailureRun::default()),
         }
+    }
+
+    fn run(&self) -> std::sync::MutexGuard<'_, FailureRun> {
+        // A panic elsewhere while holding the lock leaves a run that is still whole.
+        self.run.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Checks the worker once; `Some(why)` when `/worker/livez` must fail for it.
     async fn dead(&self, metrics: &Metrics) -> Option<String> {
         let c = &self.config;
+        // The worker process the exec wrapper last acknowledged; none yet means the wrapper
+        // still waits for the first decision and nothing listens: not the worker's failure.
+        let dir = self.handoff_dir.clone();
+        let ack = tokio::task::spawn_blocking(move || handoff::read_ack(&dir))
+            .await
+            .ok()
+            .flatten()?;
         let result = worker_probe::check(&c.target, c.timeout).await;
         let now = tokio::time::Instant::now();
-        let health = match self.run.lock() {
-            Ok(mut run) => run.record(now, result.is_ok(), c.grace),
-            // A panic elsewhere while holding the lock: judge this check alone.
-            Err(poisoned) => poisoned.into_inner().record(now, result.is_ok(), c.grace),
+        let health = {
+            let mut run = self.run();
+            run.about(ack.pid);
+            run.record(now, result.is_ok(), c.grace)
         };
         let error = result.err().unwrap_or_default();
         match health {
@@ -120,14 +136,20 @@ struct StatusPage<'a> {
 impl Handlers {
     /// Answers one request; only `/worker/livez` with a worker check does IO.
     pub async fn answer(&self, method: &Method, path: &str) -> Response<Full<Bytes>> {
-        let gate_open = path == "/worker/livez"
-            && (method == Method::GET || method == Method::HEAD)
-            && self
-                .restart
-                .borrow()
-                .gate(tokio::time::Instant::now())
-                .is_none();
+        if path != "/worker/livez" || (method != Method::GET && method != Method::HEAD) {
+            return self.respond(method, path);
+        }
+        let gate_open = self
+            .restart
+            .borrow()
+            .gate(tokio::time::Instant::now())
+            .is_none();
         match (&self.worker, gate_open) {
+            (Some(worker), false) => {
+                // The gate answers for now; the worker after it is judged afresh.
+                worker.run().reset();
+                self.respond(method, path)
+            }
             (Some(worker), true) => match worker.dead(&self.metrics).await {
                 Some(why) => {
                     let mut r = body("text/plain", format!("{why}\n").into_bytes());

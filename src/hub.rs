@@ -233,9 +233,12 @@ impl HubClient {
             return Ok(client.clone());
         }
         let pem = std::fs::read(ca_file).map_err(unreadable)?;
-        self.ca_stamp = stamp.settled(std::time::SystemTime::now());
+        // Kept only once this content is in use: a CA file that cannot be used stays an error
+        // every round, not only the first.
+        let settled = stamp.settled(std::time::SystemTime::now());
         if let Some((cached, client)) = &self.client {
             if *cached == pem {
+                self.ca_stamp = settled;
                 return Ok(client.clone());
             }
         }
@@ -245,6 +248,7 @@ impl HubClient {
             (self.timeout, self.read_bound),
             self.token.clone(),
         )?;
+        self.ca_stamp = settled;
         self.client = Some((pem, client.clone()));
         self.published.send_replace(Some(client.clone()));
         Ok(client)
@@ -273,13 +277,11 @@ const SETTLED: Duration = Duration::from_secs(2);
 impl FileStamp {
     /// The stamp to keep: none while the file may still change within its time granularity.
     fn settled(self, now: std::time::SystemTime) -> Option<Self> {
-        let changed = std::time::UNIX_EPOCH
-            + Duration::new(
-                u64::try_from(self.mtime.0.max(self.ctime.0)).unwrap_or(0),
-                0,
-            );
+        let changed = u64::try_from(self.mtime.0.max(self.ctime.0)).unwrap_or(0);
         // Whole seconds, rounded down, plus one: a change in the last second counts as new.
-        let quiet = now.duration_since(changed + Duration::from_secs(1)).ok()?;
+        let changed =
+            std::time::UNIX_EPOCH.checked_add(Duration::from_secs(changed.checked_add(1)?))?;
+        let quiet = now.duration_since(changed).ok()?;
         (quiet >= SETTLED).then_some(self)
     }
 

@@ -86,7 +86,7 @@ pub async fn run(config: Config, shutdown: watch::Receiver<bool>) -> Result<(), 
             .restart
             .worker_probe
             .clone()
-            .map(|c| Arc::new(http::WorkerCheck::new(c))),
+            .map(|c| Arc::new(http::WorkerCheck::new(c, config.handoff_dir.clone()))),
         metrics: metrics.clone(),
     };
     // Subscribed before the first publish, so the restart side sees every decision's reason.

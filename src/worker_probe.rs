@@ -7,6 +7,11 @@
 //! 200–399), and answers 503 once the worker has failed every check for `--worker-probe-grace`.
 //! The grace keeps the worker's original tolerance although kubelet now probes more often.
 //!
+//! A run of failures belongs to one worker process, the one the exec wrapper's acknowledgement
+//! names: a new worker starts with a clean slate, as kubelet's own prober does for a new
+//! container. Until a worker has acknowledged (the wrapper still waits for the first decision,
+//! so nothing listens yet) the check is not run.
+//!
 //! [`WorkerProbe`] (the target) and [`FailureRun`] (the tolerance) are pure; [`check`] is the
 //! IO.
 
@@ -87,7 +92,7 @@ impl FromStr for WorkerProbe {
                     .path_and_query()
                     .map_or_else(|| "/".to_string(), |p| p.as_str().to_string()),
             }),
-            "tcp" if uri.path().is_empty() || uri.path() == "/" => Ok(Self::Tcp {
+            "tcp" if (uri.path().is_empty() || uri.path() == "/") && uri.query().is_none() => Ok(Self::Tcp {
                 host: host.to_string(),
                 port,
             }),
@@ -119,8 +124,8 @@ async fn check_unbounded(probe: &WorkerProbe) -> Result<(), String> {
     let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
         .await
         .map_err(|e| format!("{probe}: {e}"))?;
-    // The connection task ends with the response, or with `check`'s timeout dropping it.
-    let conn = tokio::spawn(conn);
+    // Ended with the response, or when `check`'s timeout drops this future.
+    let conn = AbortOnDrop(tokio::spawn(conn));
     let request = Request::get(path.as_str())
         .header(header::HOST, authority(host, port))
         .header(
@@ -131,7 +136,7 @@ async fn check_unbounded(probe: &WorkerProbe) -> Result<(), String> {
         .body(Empty::<Bytes>::new())
         .map_err(|e| format!("{probe}: {e}"))?;
     let sent = sender.send_request(request).await;
-    conn.abort();
+    drop(conn);
     let status = sent.map_err(|e| format!("{probe}: {e}"))?.status();
     if (200..400).contains(&status.as_u16()) {
         Ok(())
@@ -140,9 +145,19 @@ async fn check_unbounded(probe: &WorkerProbe) -> Result<(), String> {
     }
 }
 
+struct AbortOnDrop(tokio::task::JoinHandle<Result<(), hyper::Error>>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 /// The worker's failures in a row, and whether they have lasted past the grace.
 #[derive(Debug, Clone, Default)]
 pub struct FailureRun {
+    /// The worker process the run is about (its acknowledgement's PID).
+    worker: Option<u32>,
     since: Option<Instant>,
 }
 
@@ -161,6 +176,20 @@ pub enum WorkerHealth {
 }
 
 impl FailureRun {
+    /// Forgets the failures: the switch's gate answers for now, and the worker that comes
+    /// after it is judged afresh.
+    pub fn reset(&mut self) {
+        self.since = None;
+    }
+
+    /// Judges `worker` from here on: another process than the run's starts a new run.
+    pub fn about(&mut self, worker: u32) {
+        if self.worker != Some(worker) {
+            self.worker = Some(worker);
+            self.since = None;
+        }
+    }
+
     /// Records one check's result at `now`. A success ends the run.
     pub fn record(&mut self, now: Instant, alive: bool, grace: Duration) -> WorkerHealth {
         if alive {
@@ -257,6 +286,26 @@ mod tests {
         assert_eq!(run.record(at(41), true, grace), WorkerHealth::Alive);
         assert!(matches!(
             run.record(at(42), false, grace),
+            WorkerHealth::Tolerated { .. }
+        ));
+        // A new worker process, or a reset, starts afresh.
+        run.record(at(50), false, grace);
+        assert!(matches!(
+            run.record(at(90), false, grace),
+            WorkerHealth::Dead { .. }
+        ));
+        run.about(7);
+        assert!(
+            matches!(run.record(at(91), false, grace), WorkerHealth::Tolerated { failing_for } if failing_for.is_zero())
+        );
+        run.about(7);
+        assert!(matches!(
+            run.record(at(130), false, grace),
+            WorkerHealth::Dead { .. }
+        ));
+        run.reset();
+        assert!(matches!(
+            run.record(at(131), false, grace),
             WorkerHealth::Tolerated { .. }
         ));
         // With no grace the first failure counts, as kubelet's own probe would.

@@ -627,12 +627,29 @@ async fn liveness_mode_answers_for_the_worker_s_own_probe_after_its_grace() {
     })
     .collect();
     let patient = Sidecar::spawn(&patient_args, other.path());
-    for s in [&strict, &patient] {
+    for (s, dir) in [
+        (&strict, hubs.handoff_dir()),
+        (&patient, other.path().to_path_buf()),
+    ] {
         s.wait_until("startup", Duration::from_secs(10), |s| {
             s.handoff().is_some()
         });
+        // No worker has acknowledged yet (the exec wrapper would still wait): not asked.
+        let asked = health.requests();
+        health.set(500);
+        assert_eq!(s.get("/worker/livez").0, 200);
+        assert_eq!(health.requests(), asked);
+        health.set(200);
+        let ack = hub_follower::handoff::Ack {
+            generation: s.handoff().unwrap()["generation"].as_u64().unwrap(),
+            pid: 4242,
+            started_at: "2026-12-03T12:00:00Z".into(),
+            hub: None,
+        };
+        hub_follower::handoff::write_ack(&dir, &ack).unwrap();
         assert_eq!(s.get("/worker/livez").0, 200);
     }
+    assert_eq!(health.requests(), 2);
     let dead = "kubeslice_worker_hub_worker_probe_failures_total{verdict=\"dead\"}";
     let tolerated = "kubeslice_worker_hub_worker_probe_failures_total{verdict=\"tolerated\"}";
     assert_eq!(strict.metric(dead), 0.0);

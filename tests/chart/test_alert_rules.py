@@ -63,10 +63,17 @@ def test_every_alert_has_a_firing_and_a_silent_case(chart):
         assert all(a["exp_annotations"]["runbook_url"].endswith("#" + alert.lower()) for a in fired), alert
 
 
-def test_the_unit_tests_fail_against_a_wrong_rule(chart, promtool, tmp_path):
-    # The tests can fail: a `for:` shortened to 1m makes the slow alerts fire early.
-    fast = rules(chart, **{"for": {"secondaryHubUnreachable": "1m", "noUsableHub": "1m", "watchDown": "1m"}})
-    (tmp_path / "rules.yml").write_text(yaml.safe_dump(fast))
+@pytest.mark.parametrize(
+    "durations",
+    [
+        {"secondaryHubUnreachable": "9m", "noUsableHub": "4m", "watchDown": "14m"},
+        {"secondaryHubUnreachable": "11m", "noUsableHub": "6m", "watchDown": "16m"},
+    ],
+    ids=["one-minute-shorter", "one-minute-longer"],
+)
+def test_the_unit_tests_fail_against_a_rule_whose_for_is_off_by_one_evaluation(chart, promtool, tmp_path, durations):
+    wrong = rules(chart, **{"for": durations})
+    (tmp_path / "rules.yml").write_text(yaml.safe_dump(wrong))
     shutil.copy(TESTS, tmp_path / TESTS.name)
     out = subprocess.run([promtool, "test", "rules", TESTS.name], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert out.returncode != 0

@@ -137,14 +137,22 @@ def test_every_mount_has_its_volume(combo):
 
 
 def test_probes_are_swapped_only_in_liveness_mode(combo):
-    _, mode, _, _, r, plain = combo
+    _, mode, native, wrapper, r, plain = combo
     if mode == "liveness":
         assert r.worker["livenessProbe"]["httpGet"] == {"path": "/worker/livez", "port": 8095}
         assert (r.worker["livenessProbe"]["periodSeconds"], r.worker["livenessProbe"]["failureThreshold"]) == (2, 3)
-        # kubeslice-worker's own probe (/healthz on 8081, every 20 s) goes to the sidecar.
         env = chartkit.env(r.sidecar)
-        assert (env["HUB_WORKER_PROBE"], env["HUB_WORKER_PROBE_GRACE"]) == ("http://127.0.0.1:8081/healthz", "36s")
-        assert r.worker["livenessProbe"]["initialDelaySeconds"] == plain.worker["livenessProbe"]["initialDelaySeconds"]
+        if wrapper:
+            # kubeslice-worker's own probe (/healthz on 8081, every 20 s) goes to the sidecar.
+            assert (env["HUB_WORKER_PROBE"], env["HUB_WORKER_PROBE_GRACE"]) == ("http://127.0.0.1:8081/healthz", "36s")
+            assert r.worker["livenessProbe"]["initialDelaySeconds"] == plain.worker["livenessProbe"]["initialDelaySeconds"]
+        else:
+            assert "HUB_WORKER_PROBE" not in env
+        # A regular sidecar may start late: a startupProbe holds the liveness probe back.
+        if not any(c["name"] == "hub-follower" for c in r.init_containers):
+            assert r.worker["startupProbe"]["httpGet"] == {"path": "/worker/livez", "port": 8095}
+        else:
+            assert "startupProbe" not in r.worker
     else:
         assert r.worker["livenessProbe"] == plain.worker["livenessProbe"]
         assert r.worker["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": 8081}
@@ -200,7 +208,7 @@ def test_only_the_documented_changes_are_made(combo):
     assert r.pod.get("shareProcessNamespace", False) is (mode == "signal")
     assert r.pod["volumes"][: len(plain.pod["volumes"])] == plain.pod["volumes"]
     worker, before = r.worker, plain.worker
-    changed = {"command", "env", "volumeMounts", "livenessProbe", "securityContext"}
+    changed = {"command", "env", "volumeMounts", "livenessProbe", "startupProbe", "securityContext"}
     assert {k: v for k, v in worker.items() if k not in changed} == {k: v for k, v in before.items() if k not in changed}
     assert worker["env"] == before["env"] + [{"name": "HUB_HANDOFF_DIR", "value": "/var/run/hub-follower"}]
     assert worker["volumeMounts"][: len(before["volumeMounts"])] == before["volumeMounts"]

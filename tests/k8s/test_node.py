@@ -337,20 +337,27 @@ def test_failover_latency_on_the_real_node(deploy, hubs, mode):
 
 def test_liveness_mode_restarts_a_hung_worker_through_its_own_probe(deploy, hubs):
     """The worker's own livenessProbe, handed to the sidecar, still restarts a hung worker,
-    on the hub it was on. The stand-in hangs 5 s after its first start; with its probe's
-    periodSeconds 5 the grace is (3-1)*5 - (3-1)*2 = 6 s."""
+    on the hub it was on, and keeps its tolerance. The stand-in hangs 5 s after its first
+    start; its probe (no initial delay, every 5 s, threshold 3) gives a grace of
+    (3-1)*5 - (3-1)*2 = 6 s, and the kubelet needs (3-1)*2 s more."""
     a, _ = hubs
-    pod = deploy("liveness", True, worker={"livenessProbe": {"httpGet": {"path": "/healthz", "port": 8081}, "periodSeconds": 5}},
-                 worker_env={"HUB_TEST_HANG_ONCE_AFTER": "5"})
-    assert pod.restarts("manager") == 0
+    own = {"httpGet": {"path": "/healthz", "port": 8081}, "periodSeconds": 5, "initialDelaySeconds": None}
+    pod = deploy("liveness", True, worker={"livenessProbe": own}, worker_env={"HUB_TEST_HANG_ONCE_AFTER": "5"})
+    assert "initialDelaySeconds" not in next(c for c in pod.manifest["spec"]["containers"] if c["name"] == "manager")["livenessProbe"]
     wait_for("the hung worker restarted", lambda: pod.restarts("manager") == 1, 90, every=0.5)
     wait_for("the worker ready again", pod.ready, 60, every=0.5)
     assert pod.worker_hub() == a.cp.endpoint
     log = pod.logs("hub-follower")
     assert any("the worker's own liveness check failed" in l for l in log), log[-20:]
     assert any("/worker/livez fails for the worker's own health" in l and "answered 500" in l for l in log), log[-20:]
+    # Not before its tolerance: hung at 5 s, 6 s of grace, 4 s of kubelet probes.
+    ended = pod.container("manager")["lastState"]["terminated"]
+    lived = parse_time(ended["finishedAt"]) - parse_time(ended["startedAt"])
+    assert lived >= 5 + 6 + 4 - 1, ended
     assert pod.restarts("hub-follower") == 0
-    time.sleep(10)  # the new worker is healthy: no second restart
+    # The new worker is healthy and judged afresh: no second restart over more than the
+    # whole tolerance.
+    time.sleep(20)
     assert pod.restarts("manager") == 1
 
 

@@ -21,6 +21,7 @@ import shutil
 import sys
 import time
 import urllib.parse
+from datetime import datetime
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -89,12 +90,17 @@ class Prometheus:
     def query_range(self, expr: str, start: float, end: float, step: str = "2s") -> list[dict[str, Any]]:
         return self._get("/api/v1/query_range", query=expr, start=str(start), end=str(end), step=step)["result"]
 
-    def alert(self, name: str) -> str | None:
-        """The alert's state (pending or firing), or None while it is inactive."""
+    def alert(self, name: str) -> dict[str, Any] | None:
+        """The alert as Prometheus lists it (state pending or firing, activeAt, labels,
+        annotations), or None while it is inactive."""
         for a in self._get("/api/v1/alerts")["alerts"]:
             if a["labels"].get("alertname") == name:
-                return a["state"]
+                return a
         return None
+
+    def state(self, name: str) -> str | None:
+        a = self.alert(name)
+        return a["state"] if a else None
 
 
 @pytest.fixture
@@ -140,22 +146,26 @@ def test_a_failover_seen_by_a_real_prometheus(hubs, monitored):
     # The Standby frozen: pending, then firing after its `for:`, then resolved on thaw.
     b.cp.apiserver.freeze()
     try:
+        name = "HubFollowerSecondaryHubUnreachable"
         frozen = time.time()
-        wait_for("the alert pending", lambda: prom.alert("HubFollowerSecondaryHubUnreachable") == "pending", 120, every=0.5)
-        pending = time.time()
-        wait_for("the alert firing", lambda: prom.alert("HubFollowerSecondaryHubUnreachable") == "firing", 60, every=0.5)
+        pending = wait_for("the alert pending", lambda: prom.alert(name), 120, every=0.5)
+        # Kept while it fires: it resolves soon after the thaw, and then is no longer listed.
+        alert = wait_for("the alert firing", lambda: (a := prom.alert(name)) and a["state"] == "firing" and a, 60, every=0.5)
         firing = time.time()
     finally:
         b.cp.apiserver.thaw()
-    b.cp.wait_ready()
-    assert firing - pending >= UNREACHABLE_FOR - 1.5, (pending, firing)
-    (alert,) = [x for x in prom._get("/api/v1/alerts")["alerts"] if x["labels"]["alertname"] == "HubFollowerSecondaryHubUnreachable"]
+    # Prometheus' own account: active (pending) since activeAt, firing only after `for:`.
+    active_at = datetime.fromisoformat(alert["activeAt"].replace("Z", "+00:00")).timestamp()
+    assert alert["activeAt"] == pending["activeAt"], (pending, alert)
+    assert firing - active_at >= UNREACHABLE_FOR, (alert, firing)
     assert alert["labels"]["severity"] == "warning" and alert["labels"]["hub"] == "secondary", alert
     assert alert["annotations"]["runbook_url"].endswith("#hubfollowersecondaryhubunreachable"), alert
-    wait_for("the alert resolved", lambda: prom.alert("HubFollowerSecondaryHubUnreachable") is None, 60, every=0.5)
-    thawed_ok = time.time()
-    report += [f"- secondary frozen; alert pending after {pending - frozen:.0f} s (the rule's staleness bound, 60 s),"
-               f" firing {firing - pending:.0f} s later (`for: {UNREACHABLE_FOR}s`), resolved {thawed_ok - firing:.0f} s after the thaw began", ""]
+    wait_for("the alert resolved", lambda: prom.state(name) is None, 60, every=0.5)
+    resolved = time.time()
+    b.cp.wait_ready()
+    report += [f"- secondary frozen; alert pending (activeAt) {active_at - frozen:.0f} s after the freeze (the rule's"
+               f" staleness bound, 60 s), seen firing {firing - active_at:.0f} s after activeAt (`for: {UNREACHABLE_FOR}s`),"
+               f" resolved {resolved - firing:.0f} s after the thaw began", ""]
 
     # The promotion.
     switches_before = prom.value("kubeslice_worker_hub_switches_total")
@@ -193,9 +203,13 @@ def test_a_failover_seen_by_a_real_prometheus(hubs, monitored):
         if points == 0:
             empty.append((title, expr))
     assert not empty, f"panels without data: {empty}"
-    for label in ("cluster", "pod"):
-        values = prom._get(f"/api/v1/label/{label}/values", **{"match[]": "kubeslice_worker_hub_active"})
-        assert values == [TARGET_LABELS[label]], (label, values)
+    # The template variables' queries, as Grafana runs label_values() (the pod variable's
+    # with the cluster variable at All).
+    variables = {v["name"]: v["query"]["query"] for v in json.loads(chartkit.DASHBOARD.read_text())["templating"]["list"] if v["type"] == "query"}
+    for label, query in variables.items():
+        selector = re.fullmatch(rf"label_values\((.+), {label}\)", query).group(1)
+        values = prom._get(f"/api/v1/label/{label}/values", **{"match[]": grafana(selector)})
+        assert values == [TARGET_LABELS[label]], (label, query, values)
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text("\n".join(report) + "\n")
     print("\n".join(report))

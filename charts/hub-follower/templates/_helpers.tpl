@@ -233,7 +233,7 @@ exec and grpc probes, HTTPS and httpHeaders cannot be run by the sidecar: refuse
 {{- $t0 := $own.failureThreshold | default 3 | int64 -}}
 {{- $p0 := $own.periodSeconds | default 10 | int64 -}}
 {{- $grace := sub (mul (sub $t0 1) $p0) (mul (sub ($hf.restart.livenessFailureThreshold | int64) 1) ($hf.restart.livenessPeriodSeconds | int64)) -}}
-target: {{ $target | quote }}
+target: {{ $target | toJson }}
 timeoutSeconds: {{ $own.timeoutSeconds | default 1 | int64 }}
 graceSeconds: {{ max $grace 0 }}
 {{- with $own.initialDelaySeconds }}

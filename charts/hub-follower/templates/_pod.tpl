@@ -225,7 +225,9 @@ holds each file), or primary.volumeName there. */ -}}
 {{- $sidecar := include "hub-follower.sidecar" $c | fromYaml -}}
 {{- $handover := dict -}}
 {{- $probeEnv := list -}}
-{{- if eq $mode "liveness" -}}
+{{- /* The sidecar judges the worker process the exec wrapper acknowledges, so the probe
+is handed over only with the wrapper; without it the worker's own liveness is the gate's. */ -}}
+{{- if and (eq $mode "liveness") $hf.execWrapper -}}
 {{- $handover = include "hub-follower.workerProbeHandover" (dict "root" $root "worker" $worker) | fromYaml -}}
 {{- if $handover.target -}}
 {{- $probeEnv = list (dict "name" "HUB_WORKER_PROBE" "value" $handover.target) (dict "name" "HUB_WORKER_PROBE_TIMEOUT" "value" (printf "%ds" ($handover.timeoutSeconds | int64))) (dict "name" "HUB_WORKER_PROBE_GRACE" "value" (printf "%ds" ($handover.graceSeconds | int64))) -}}
@@ -259,7 +261,16 @@ holds each file), or primary.volumeName there. */ -}}
 {{- $_ := set $worker "command" (concat $wrap (list "--") $worker.command) -}}
 {{- end -}}
 {{- if eq $mode "liveness" -}}
-{{- $_ := set $worker "livenessProbe" (include "hub-follower.workerLivenessProbe" (dict "root" $root "handover" $handover) | fromYaml) -}}
+{{- $probe := include "hub-follower.workerLivenessProbe" (dict "root" $root "handover" $handover) | fromYaml -}}
+{{- $_ := set $worker "livenessProbe" $probe -}}
+{{- /* A regular sidecar container may start well after the worker (a slow image pull):
+until /worker/livez first answers, a startupProbe holds the liveness probe back, for as
+long as the exec wrapper would wait for a decision. A worker's own startupProbe stays. */ -}}
+{{- if and (not $c.native) (not $worker.startupProbe) -}}
+{{- $period := $hf.restart.livenessPeriodSeconds | int64 -}}
+{{- $wait := div (include "hub-follower.durationMs" (list "exec.wait" $hf.exec.wait) | int64) 1000 -}}
+{{- $_ := set $worker "startupProbe" (dict "httpGet" $probe.httpGet "periodSeconds" $period "timeoutSeconds" $probe.timeoutSeconds "failureThreshold" (max 3 (div (add $wait $period -1) $period))) -}}
+{{- end -}}
 {{- end -}}
 
 {{- /* The pod: process namespace and annotations. */ -}}
