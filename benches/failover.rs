@@ -5,6 +5,8 @@
 //! cargo bench --bench failover                  # the full run (about 6 minutes)
 //! cargo bench --bench failover -- --quick       # fewer samples, for a smoke run
 //! cargo bench --bench failover -- --out FILE    # JSON path (default target/bench/failover.json)
+//! cargo bench --bench failover -- --only footprint --baseline OLD_BINARY
+//!     # CPU per round of this build against another one, alternately in one run, as a ratio
 
 #[path = "../tests/support/mod.rs"]
 mod support;
@@ -20,6 +22,10 @@ use support::{Hubs, Sidecar};
 struct Opts {
     quick: bool,
     out: PathBuf,
+    /// Another build of the sidecar: the footprint runs both, alternately, for a CPU ratio.
+    baseline: Option<String>,
+    /// Only this section (`footprint`).
+    only: Option<String>,
 }
 
 fn opts() -> Opts {
@@ -30,9 +36,17 @@ fn opts() -> Opts {
         .and_then(|i| args.get(i + 1))
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("target/bench/failover.json"));
+    let value = |flag: &str| {
+        args.iter()
+            .position(|a| a == flag)
+            .and_then(|i| args.get(i + 1))
+            .cloned()
+    };
     Opts {
         quick: args.iter().any(|a| a == "--quick"),
         out,
+        baseline: value("--baseline"),
+        only: value("--only"),
     }
 }
 
@@ -51,6 +65,15 @@ fn main() {
         size as f64 / 1048576.0
     );
 
+    let rounds = if opts.quick { 200 } else { 1000 };
+    if opts.only.as_deref() == Some("footprint") {
+        let footprint = rt.block_on(compare_footprints(binary, opts.baseline.as_deref(), rounds));
+        write(
+            &opts.out,
+            json!({"when": Timestamp::now().to_string(), "machine": machine(), "footprint": footprint}),
+        );
+        return;
+    }
     let n = if opts.quick { 5 } else { 20 };
     let settings = [
         Setting {
@@ -86,7 +109,7 @@ fn main() {
         failovers.push(rt.block_on(failover_latency(s, n)));
     }
     let hung = rt.block_on(hung_hub_rounds(if opts.quick { 30 } else { 100 }));
-    let footprint = rt.block_on(footprint(if opts.quick { 200 } else { 1000 }));
+    let footprint = rt.block_on(compare_footprints(binary, opts.baseline.as_deref(), rounds));
     let idle_for = Duration::from_secs(if opts.quick { 15 } else { 60 });
     let sidecars = if opts.quick { 3 } else { 10 };
     let idle = json!({
@@ -103,11 +126,55 @@ fn main() {
         "footprint": footprint,
         "idle": idle,
     });
-    if let Some(dir) = opts.out.parent() {
+    write(&opts.out, results);
+}
+
+fn write(out: &std::path::Path, results: Value) {
+    if let Some(dir) = out.parent() {
         let _ = std::fs::create_dir_all(dir);
     }
-    std::fs::write(&opts.out, serde_json::to_string_pretty(&results).unwrap()).unwrap();
-    println!("\nwrote {}", opts.out.display());
+    std::fs::write(out, serde_json::to_string_pretty(&results).unwrap()).unwrap();
+    println!("\nwrote {}", out.display());
+}
+
+/// This build's footprint; with a baseline, three runs of each, alternating (ABBAAB) so that
+/// a drift of the machine weighs on both, and the ratio of the median CPU per round.
+async fn compare_footprints(binary: &str, baseline: Option<&str>, rounds: u64) -> Value {
+    let Some(baseline) = baseline else {
+        return footprint(binary, rounds).await;
+    };
+    let (mut this, mut base) = (Vec::new(), Vec::new());
+    for order in [[binary, baseline], [baseline, binary], [binary, baseline]] {
+        for program in order {
+            let run = footprint(program, rounds).await;
+            if program == binary {
+                this.push(run);
+            } else {
+                base.push(run);
+            }
+        }
+    }
+    let median = |runs: &[Value]| {
+        let mut v: Vec<f64> = runs
+            .iter()
+            .map(|r| r["cpu_ms_per_round"].as_f64().unwrap())
+            .collect();
+        v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+        v[v.len() / 2]
+    };
+    let (m_this, m_base) = (median(&this), median(&base));
+    println!(
+        "\nCPU per round, median of 3 runs each: this build {m_this:.3} ms, baseline {m_base:.3} ms; ratio {:.2} (baseline: {baseline})",
+        m_this / m_base
+    );
+    json!({
+        "this": this,
+        "baseline": base,
+        "baseline_binary": baseline,
+        "cpu_ms_per_round_median": m_this,
+        "baseline_cpu_ms_per_round_median": m_base,
+        "ratio": m_this / m_base,
+    })
 }
 
 struct Setting {
@@ -327,15 +394,20 @@ fn proc_stat(pid: u32) -> (f64, f64, f64) {
 }
 
 /// RSS, CPU per round and TLS handshakes per round over `rounds` rounds against two hubs.
-async fn footprint(rounds: u64) -> Value {
-    println!("\nfootprint over {rounds} rounds against two answering hubs (poll 100ms)");
+async fn footprint(binary: &str, rounds: u64) -> Value {
+    println!(
+        "\nfootprint of {binary} over {rounds} rounds against two answering hubs (poll 100ms)"
+    );
     let hubs = Hubs::start().await;
     hubs.both_claim(&hubs.primary, "ctrl-a");
     let args = hubs.args("100ms", "80ms", 3);
     let handoff = hubs.handoff_dir();
-    let sidecar = tokio::task::spawn_blocking(move || Sidecar::spawn(&args, &handoff))
-        .await
-        .unwrap();
+    let program = binary.to_string();
+    let sidecar = tokio::task::spawn_blocking(move || {
+        Sidecar::spawn_program(&program, &[], &args, &handoff, &[])
+    })
+    .await
+    .unwrap();
     let pid = sidecar.pid();
     let started = Instant::now();
     let (_, _, cpu0) = proc_stat(pid);

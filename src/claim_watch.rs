@@ -1,16 +1,20 @@
 //! The fast path: a watch on this worker's `Cluster` object on each hub. A claim change starts a
 //! round at once instead of at the next tick. The watch only decides *when* to look, never
 //! *what* to decide: the round reads every hub under the deadline and applies the same rule.
-//! Polling stays as it is; a watch that fails (or hangs behind a proxy that breaks streaming)
-//! only costs that hub its fast path.
+//!
+//! A watch also vouches for its hub between reads. Each event, each bookmark, and the API
+//! server's own end of a watch at its `timeoutSeconds` is a heartbeat: the API server answered.
+//! So a healthy watch has one at least every `--watch-timeout`, on a quiet hub too. While every
+//! hub's watch has had one within `--watch-timeout` plus `--probe-timeout`, the follower reads
+//! at `--watched-poll-interval` instead of `--poll-interval`. A watch that fails, or misses its
+//! heartbeat by one probe timeout, is restarted and starts a round; polling is back at
+//! `--poll-interval` from that round on.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use kube::api::{Api, ApiResource, DynamicObject};
-use kube::runtime::watcher::{self, Event};
-use kube::runtime::WatchStreamExt;
+use kube::api::{Api, ApiResource, DynamicObject, ListParams, WatchEvent, WatchParams};
 use serde::Serialize;
 use tokio::sync::{watch, Notify};
 use tokio::time::Instant;
@@ -23,9 +27,9 @@ use crate::verdict::HubId;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum WatchState {
-    /// Listing and starting the watch.
+    /// Listing and starting the first watch.
     Connecting,
-    /// Events are flowing.
+    /// A watch request is open.
     Up,
     /// The last attempt failed; retrying with back-off.
     Down,
@@ -36,9 +40,17 @@ pub enum WatchState {
 pub struct WatchView {
     pub state: WatchState,
     pub since: String,
+    /// Events and bookmarks received.
     pub events: u64,
+    /// RFC 3339: the last heartbeat: an event, a bookmark, or the API server ending the watch.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_heartbeat_at: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
+    /// Until when the last heartbeat vouches for the hub: none before the first heartbeat after
+    /// a (re)connection.
+    #[serde(skip)]
+    pub vouches_until: Option<Instant>,
 }
 
 impl WatchView {
@@ -47,8 +59,15 @@ impl WatchView {
             state: WatchState::Connecting,
             since: jiff::Timestamp::now().to_string(),
             events: 0,
+            last_heartbeat_at: None,
             last_error: None,
+            vouches_until: None,
         }
+    }
+
+    /// Whether the watch vouches for its hub at `now`: open, with a heartbeat recent enough.
+    pub fn vouches(&self, now: Instant) -> bool {
+        self.state == WatchState::Up && self.vouches_until.is_some_and(|until| now < until)
     }
 }
 
@@ -70,18 +89,28 @@ pub struct HubWatch {
     pub hub: HubId,
     pub namespace: String,
     pub cluster: String,
-    /// `timeoutSeconds` of each watch request; kube's watcher adds a client-side idle deadline a
-    /// little above it, so a watch that hangs silently is dropped and re-established.
+    /// `timeoutSeconds` of each watch request. The API server ends the watch then, and it is
+    /// re-established where it left off: the longest a healthy watch goes without a heartbeat.
     pub timeout: Duration,
     pub trigger: Arc<Notify>,
-    /// How long a list may take (`--probe-timeout`): a hub that accepts the list and never
-    /// answers it is a failed list, not a watch forever `connecting`.
-    pub list_deadline: Duration,
+    /// `--probe-timeout`: how long a list or a watch request may take to be answered, and by how
+    /// much a heartbeat may be late before the watch counts as silent.
+    pub deadline: Duration,
     /// The configured hubs, to read a claim's candidate against.
     pub hubs: Vec<(HubId, Endpoint)>,
     pub metrics: Metrics,
-    /// This watch's view, for `/status`.
+    /// This watch's view, for `/status` and the poll loop.
     pub view: watch::Sender<WatchView>,
+}
+
+/// Why a watch request is over.
+enum End {
+    /// The API server ended it at `timeoutSeconds`: watch again from where it left off.
+    Timeout,
+    /// `410 Gone`: its resourceVersion is too old; list again.
+    Gone,
+    /// A failure, with the metric's reason and the detail.
+    Failed(&'static str, String),
 }
 
 impl HubWatch {
@@ -90,7 +119,6 @@ impl HubWatch {
         mut clients: watch::Receiver<Option<kube::Client>>,
         mut shutdown: watch::Receiver<bool>,
     ) {
-        let hub = self.hub.as_str();
         loop {
             let client = clients.borrow_and_update().clone();
             let Some(client) = client else {
@@ -100,7 +128,6 @@ impl HubWatch {
                 }
                 continue;
             };
-            self.set(WatchState::Connecting, None);
             let resource = ApiResource {
                 group: "controller.kubeslice.io".into(),
                 version: "v1alpha1".into(),
@@ -109,137 +136,220 @@ impl HubWatch {
                 plural: "clusters".into(),
             };
             let api: Api<DynamicObject> = Api::namespaced_with(client, &self.namespace, &resource);
-            let config = watcher::Config::default()
-                .fields(&format!("metadata.name={}", self.cluster))
-                .timeout(self.timeout.as_secs().clamp(1, 295) as u32);
-            // The default back-off is client-go's: exponential with jitter, capped.
-            let mut events = watcher::watcher(api, config).default_backoff().boxed();
-            let mut last: Option<Seen> = None;
-            let mut initial: Seen = None;
-            let mut healthy = true;
-            // While a list is outstanding: when it must have been answered. kube's watcher
-            // puts no deadline on it.
-            let mut list_due: Option<Instant> = Some(Instant::now() + self.list_deadline);
-            loop {
-                let item = tokio::select! {
-                    _ = shutdown.changed() => return,
-                    // A rotated CA built a new client: watch with that one.
-                    changed = clients.changed() => {
-                        if changed.is_err() { return }
-                        break;
+            tokio::select! {
+                _ = shutdown.changed() => return,
+                // A rotated CA built a new client: watch with that one, from a new list.
+                changed = clients.changed() => if changed.is_err() { return },
+                () = self.follow(&api) => {}
+            }
+        }
+    }
+
+    /// Lists, then watches from the list's resourceVersion for as long as it can, re-watching
+    /// where it left off; never returns.
+    async fn follow(&self, api: &Api<DynamicObject>) {
+        let fields = format!("metadata.name={}", self.cluster);
+        let params = WatchParams::default()
+            .fields(&fields)
+            .timeout(self.timeout.as_secs().clamp(1, 295) as u32);
+        let mut last: Option<Seen> = None;
+        let mut version: Option<String> = None;
+        let mut backoff = Backoff::default();
+        // The last heartbeat; none after a failure, so only a new one vouches for the hub.
+        let mut beat: Option<Instant> = None;
+        loop {
+            let mut rv = match version.take() {
+                Some(rv) => rv,
+                None => match self.list(api, &fields).await {
+                    Ok((seen, rv)) => {
+                        self.compare(&mut last, seen);
+                        rv
                     }
-                    _ = sleep_until(list_due) => {
-                        let detail = format!(
-                            "no answer to the list within {} (--probe-timeout)",
-                            humantime::format_duration(self.list_deadline)
-                        );
-                        self.restarted("list_timeout", &detail, &mut healthy);
-                        // Start over after a pause: a hub that swallows requests is asked
-                        // again at most once per LIST_RETRY.
-                        tokio::select! {
-                            _ = shutdown.changed() => return,
-                            _ = tokio::time::sleep(LIST_RETRY) => {}
-                        }
-                        break;
-                    }
-                    item = events.next() => item,
-                };
-                let Some(item) = item else {
-                    // The stream ended: look now, then start over.
-                    self.restarted("ended", "the watch stream ended", &mut healthy);
-                    break;
-                };
-                let event = match item {
-                    Ok(event) => event,
-                    Err(e) => {
-                        let reason = match &e {
-                            watcher::Error::InitialListFailed(_) => "list_failed",
-                            watcher::Error::WatchStartFailed(_) => "watch_start_failed",
-                            watcher::Error::WatchError(s) if s.code == 410 => "gone",
-                            watcher::Error::WatchError(_) => "watch_error",
-                            watcher::Error::WatchFailed(_) => "watch_failed",
-                            watcher::Error::NoResourceVersion => "no_resource_version",
+                    Err((reason, detail)) => {
+                        self.failed(reason, &detail, &mut beat);
+                        let pause = match reason {
+                            "list_timeout" => LIST_RETRY,
+                            _ => backoff.next(),
                         };
-                        self.restarted(reason, &e.to_string(), &mut healthy);
-                        // The watcher backs off now; its next list starts with another `Init`.
-                        list_due = None;
+                        tokio::time::sleep(pause).await;
                         continue;
                     }
+                },
+            };
+            let stream = match tokio::time::timeout(self.deadline, api.watch(&params, &rv)).await {
+                Ok(Ok(stream)) => stream,
+                failed => {
+                    let detail = match failed {
+                        Ok(Err(e)) => e.to_string(),
+                        _ => format!(
+                            "no answer to the watch request within {} (--probe-timeout)",
+                            humantime::format_duration(self.deadline)
+                        ),
+                    };
+                    self.failed("watch_start_failed", &detail, &mut beat);
+                    version = Some(rv);
+                    tokio::time::sleep(backoff.next()).await;
+                    continue;
+                }
+            };
+            if self.view.borrow().state != WatchState::Up {
+                tracing::info!(hub = self.hub.as_str(), "the watch is up");
+                self.set(WatchState::Up, None);
+            }
+            let started = Instant::now();
+            let mut stream = stream.boxed();
+            let end = loop {
+                let silent_at =
+                    beat.map_or(started, |b| b.max(started)) + self.timeout + self.deadline;
+                let item = tokio::select! {
+                    () = tokio::time::sleep_until(silent_at) => break End::Failed("silent", format!(
+                        "no event, bookmark or end of the watch for {} (--watch-timeout) plus {} (--probe-timeout)",
+                        humantime::format_duration(self.timeout),
+                        humantime::format_duration(self.deadline),
+                    )),
+                    item = stream.next() => item,
                 };
-                let kind = match &event {
-                    Event::Apply(_) => "apply",
-                    Event::Delete(_) => "delete",
-                    Event::Init => "init",
-                    Event::InitApply(_) => "init_apply",
-                    Event::InitDone => "init_done",
+                let event = match item {
+                    // A watch the API server ends near its timeout is routine; one that ends
+                    // much sooner is not, and must not become a tight loop of requests.
+                    None if started.elapsed() >= self.timeout / 2 => break End::Timeout,
+                    None => break End::Failed("ended", "the watch ended early".into()),
+                    Some(Err(e)) => break End::Failed("watch_failed", e.to_string()),
+                    Some(Ok(event)) => event,
+                };
+                let (kind, seen) = match event {
+                    WatchEvent::Added(o) => ("added", Some(self.advance(&mut rv, &o))),
+                    WatchEvent::Modified(o) => ("modified", Some(self.advance(&mut rv, &o))),
+                    WatchEvent::Deleted(o) => {
+                        self.advance(&mut rv, &o);
+                        ("deleted", Some(None))
+                    }
+                    WatchEvent::Bookmark(b) => {
+                        rv = b.metadata.resource_version;
+                        ("bookmark", None)
+                    }
+                    WatchEvent::Error(e) if e.code == 410 => break End::Gone,
+                    WatchEvent::Error(e) => {
+                        break End::Failed("watch_error", format!("{} ({})", e.message, e.code))
+                    }
                 };
                 self.metrics
                     .watch_events
-                    .with_label_values(&[hub, kind])
+                    .with_label_values(&[self.hub.as_str(), kind])
                     .inc();
-                // kube's watcher resumes from the last resourceVersion without a new list, so
-                // the first object event after a failure is the sign that it is back. `Init`
-                // and `InitApply` are not: `Init` comes before each list attempt, failing or not.
-                let delivered =
-                    matches!(event, Event::Apply(_) | Event::Delete(_) | Event::InitDone);
-                if delivered && !healthy {
-                    tracing::info!(hub, "the watch is up again");
-                    self.set(WatchState::Up, None);
+                self.view.send_modify(|view| view.events += 1);
+                self.beat(&mut beat);
+                backoff = Backoff::default();
+                if let Some(seen) = seen {
+                    self.compare(&mut last, seen);
                 }
-                if delivered {
-                    healthy = true;
+            };
+            match end {
+                // The API server answered to the end: a heartbeat.
+                End::Timeout => {
+                    self.beat(&mut beat);
+                    version = Some(rv);
                 }
-                list_due = match event {
-                    Event::Init => Some(Instant::now() + self.list_deadline),
-                    Event::InitApply(_) => list_due,
-                    _ => None,
-                };
-                let now_seen = match event {
-                    Event::Init => {
-                        initial = None;
-                        continue;
-                    }
-                    Event::InitApply(obj) => {
-                        initial = claim_of(&obj, &self.hubs);
-                        continue;
-                    }
-                    Event::InitDone => {
-                        self.set(WatchState::Up, None);
-                        initial.take()
-                    }
-                    Event::Apply(obj) => claim_of(&obj, &self.hubs),
-                    Event::Delete(_) => None,
-                };
-                self.count_event();
-                if last.as_ref() != Some(&now_seen) {
-                    // The first list after (re)connecting also counts: something may have
-                    // changed while the watch was away.
-                    tracing::debug!(hub, "the claim changed; reading all hubs now");
-                    last = Some(now_seen);
-                    self.trigger.notify_one();
+                End::Gone => {
+                    self.failed(
+                        "gone",
+                        "the watch's resourceVersion is too old (410 Gone); listing again",
+                        &mut beat,
+                    );
+                }
+                End::Failed(reason, detail) => {
+                    self.failed(reason, &detail, &mut beat);
+                    version = Some(rv);
+                    tokio::time::sleep(backoff.next()).await;
                 }
             }
         }
     }
 
-    fn restarted(&self, reason: &str, detail: &str, healthy: &mut bool) {
+    /// Lists this worker's `Cluster` object under the deadline: its claim and the list's
+    /// resourceVersion, or the metric's reason and the detail of the failure.
+    async fn list(
+        &self,
+        api: &Api<DynamicObject>,
+        fields: &str,
+    ) -> Result<(Seen, String), (&'static str, String)> {
+        let params = ListParams::default().fields(fields);
+        let list = match tokio::time::timeout(self.deadline, api.list(&params)).await {
+            Ok(Ok(list)) => list,
+            Ok(Err(e)) => return Err(("list_failed", e.to_string())),
+            Err(_) => {
+                return Err((
+                    "list_timeout",
+                    format!(
+                        "no answer to the list within {} (--probe-timeout)",
+                        humantime::format_duration(self.deadline)
+                    ),
+                ))
+            }
+        };
+        self.metrics
+            .watch_events
+            .with_label_values(&[self.hub.as_str(), "list"])
+            .inc();
+        let Some(rv) = list.metadata.resource_version.filter(|v| !v.is_empty()) else {
+            return Err((
+                "no_resource_version",
+                "the list carried no resourceVersion".into(),
+            ));
+        };
+        let seen = list.items.first().and_then(|o| claim_of(o, &self.hubs));
+        Ok((seen, rv))
+    }
+
+    /// A round at once when the claim differs from the last one seen. The first list after
+    /// (re)connecting also counts: something may have changed while the watch was away.
+    fn compare(&self, last: &mut Option<Seen>, seen: Seen) {
+        if last.as_ref() != Some(&seen) {
+            tracing::debug!(
+                hub = self.hub.as_str(),
+                "the claim changed; reading all hubs now"
+            );
+            *last = Some(seen);
+            self.trigger.notify_one();
+        }
+    }
+
+    /// The object's claim, and the resourceVersion to watch from next.
+    fn advance(&self, rv: &mut String, object: &DynamicObject) -> Seen {
+        if let Some(v) = &object.metadata.resource_version {
+            rv.clone_from(v);
+        }
+        claim_of(object, &self.hubs)
+    }
+
+    fn beat(&self, beat: &mut Option<Instant>) {
+        let now = Instant::now();
+        *beat = Some(now);
+        self.view.send_modify(|view| {
+            view.last_heartbeat_at = Some(jiff::Timestamp::now().to_string());
+            view.vouches_until = Some(now + self.timeout + self.deadline);
+        });
+    }
+
+    /// A failed watch: counted, shown `down`, and a round at once, since the hub is no longer
+    /// watched and polling is back at `--poll-interval`. Logged once per run of failures.
+    fn failed(&self, reason: &str, detail: &str, beat: &mut Option<Instant>) {
         let hub = self.hub.as_str();
+        *beat = None;
         self.metrics
             .watch_restarts
             .with_label_values(&[hub, reason])
             .inc();
-        self.metrics.watch_up.with_label_values(&[hub]).set(0);
-        if *healthy {
+        if self.view.borrow().state == WatchState::Down {
+            tracing::debug!(hub, reason, detail, "the watch failed again");
+        } else {
             tracing::info!(
                 hub,
                 reason,
                 detail,
-                "the watch failed; polling continues, retrying with back-off"
+                "the watch failed; polling at --poll-interval, retrying with back-off"
             );
-        } else {
-            tracing::debug!(hub, reason, detail, "the watch failed again");
         }
-        *healthy = false;
         self.set(WatchState::Down, Some(detail.to_string()));
         self.trigger.notify_one();
     }
@@ -253,22 +363,30 @@ impl HubWatch {
             if view.state != state {
                 view.since = jiff::Timestamp::now().to_string();
             }
+            if state != WatchState::Up {
+                view.vouches_until = None;
+            }
             view.state = state;
             if error.is_some() {
                 view.last_error = error;
             }
         });
     }
-
-    fn count_event(&self) {
-        self.view.send_modify(|v| v.events += 1);
-    }
 }
 
-async fn sleep_until(at: Option<Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(at).await,
-        None => std::future::pending().await,
+/// client-go's watch back-off: 0.8 s doubling to 30 s, each pause stretched by up to 100 %
+/// at random so that a fleet does not retry in step; reset by a heartbeat.
+#[derive(Default)]
+struct Backoff {
+    failures: u32,
+}
+
+impl Backoff {
+    fn next(&mut self) -> Duration {
+        let base = Duration::from_millis(800).saturating_mul(1 << self.failures.min(6));
+        self.failures = self.failures.saturating_add(1);
+        base.mul_f64(1.0 + fastrand::f64())
+            .min(Duration::from_secs(30))
     }
 }
 

@@ -8,6 +8,7 @@ use jiff::Timestamp;
 use tokio::sync::{watch, Notify};
 use tokio::time::Instant;
 
+use crate::claim_watch::WatchView;
 use crate::config::Config;
 use crate::events::{Fact, Sink};
 use crate::handoff::{self, Basis, Handoff};
@@ -18,6 +19,7 @@ use crate::state::{FollowerView, HubView, SeenClaim};
 use crate::verdict::{ErrorReason, HubId, Verdict};
 
 mod notes;
+mod pace;
 
 pub struct Follower {
     config: Arc<Config>,
@@ -42,6 +44,12 @@ pub struct Follower {
     events: Sink,
     /// Set by the watches when a hub's claim changes: look now rather than at the next tick.
     trigger: Arc<Notify>,
+    /// Each hub's watch, when watching: while all of them vouch for their hubs and the last
+    /// round was settled, reads come at `--watched-poll-interval`.
+    watches: Vec<watch::Receiver<WatchView>>,
+    /// The last round left nothing that time alone could change: every hub answered, nothing
+    /// pending, held, stale, rejected or unpublished.
+    settled: bool,
 }
 
 /// Follows the client a hub is read with (a rotated CA file builds a new one).
@@ -55,6 +63,11 @@ impl Follower {
     pub fn new(config: Arc<Config>, metrics: Metrics, view: FollowerView) -> Self {
         let hubs = HubClient::for_config(&config);
         let resolver = Resolver::new(config.endpoints(), config.confirmations);
+        if !config.single_hub() {
+            metrics
+                .poll_interval
+                .set(config.poll_interval.as_secs_f64());
+        }
         Self {
             config,
             hubs,
@@ -70,7 +83,15 @@ impl Follower {
             claimed: HashMap::new(),
             events: Sink::default(),
             trigger: Arc::new(Notify::new()),
+            watches: Vec::new(),
+            settled: false,
         }
+    }
+
+    /// Reads less often while these watches vouch for their hubs.
+    pub fn with_watches(mut self, watches: Vec<watch::Receiver<WatchView>>) -> Self {
+        self.watches = watches;
+        self
     }
 
     /// Records Events through `events`.
@@ -102,9 +123,9 @@ impl Follower {
         let mut next = Instant::now();
         let mut last_start: Option<Instant> = None;
         loop {
-            tokio::select! {
+            let ticked = tokio::select! {
                 _ = shutdown.changed() => return,
-                _ = tokio::time::sleep_until(next) => {}
+                _ = tokio::time::sleep_until(next) => true,
                 _ = self.trigger.notified() => {
                     // While a switch is pending, its confirming reads keep their spacing whatever
                     // the watches say: N reads in quick succession would confirm a blip.
@@ -119,7 +140,25 @@ impl Follower {
                             _ = tokio::time::sleep_until(earliest) => {}
                         }
                     }
+                    false
                 }
+            };
+            let now = Instant::now();
+            let reads = pace::tick_reads(
+                now,
+                last_start,
+                self.vouched_for(now),
+                self.config.poll_interval,
+                self.config.watched_poll_interval,
+            );
+            if ticked && !reads {
+                // The watches vouch for every hub and nothing waits on time: no read this tick.
+                // The loop is alive all the same.
+                self.view.send_modify(|s| s.last_round = now);
+                // After a long stall (a suspended process), catch up with one tick, not many.
+                next = (next + self.config.poll_interval).max(now);
+                self.set_polling(true);
+                continue;
             }
             let started = Instant::now();
             last_start = Some(started);
@@ -131,8 +170,40 @@ impl Follower {
             let took = (started.elapsed().as_secs_f64() * 1e6).round() / 1e3;
             tracing::debug!(took_ms = took, "round completed");
             self.view.send_modify(|s| s.last_round_ms = Some(took));
+            self.set_polling(self.vouched_for(Instant::now()));
             next = started + self.next_interval();
         }
+    }
+
+    /// Every hub's watch vouches for its hub, and the last round left nothing that time alone
+    /// could change.
+    fn vouched_for(&self, now: Instant) -> bool {
+        self.settled
+            && self.resolver.pending().is_none()
+            && !self.watches.is_empty()
+            && self.watches.iter().all(|w| w.borrow().vouches(now))
+    }
+
+    /// Shows whether reads are relaxed to `--watched-poll-interval`, on change.
+    fn set_polling(&self, relaxed: bool) {
+        if self.view.borrow().polling_relaxed == relaxed {
+            return;
+        }
+        let interval = if relaxed {
+            tracing::info!(
+                every = %humantime::format_duration(self.config.watched_poll_interval),
+                "every hub's watch vouches for its hub: reading at --watched-poll-interval"
+            );
+            self.config.watched_poll_interval
+        } else {
+            tracing::info!(
+                every = %humantime::format_duration(self.config.poll_interval),
+                "reading at --poll-interval"
+            );
+            self.config.poll_interval
+        };
+        self.metrics.poll_interval.set(interval.as_secs_f64());
+        self.view.send_modify(|s| s.polling_relaxed = relaxed);
     }
 
     /// While a switch is pending, the confirming reads come quicker: the protection is the count
@@ -245,12 +316,14 @@ impl Follower {
                 }
             }
         });
+        self.settled = pace::settled(&probes, &step);
         self.note_rejections(&step.rejected, &probes);
         self.note_stale(&step.stale);
         if let Some(decision) = step.decision {
             self.unpublished = Some(decision);
         }
         self.publish_pending().await;
+        self.settled &= self.unpublished.is_none();
         self.refresh_basis().await;
         self.note_held(step.held, now);
 

@@ -193,13 +193,7 @@ impl HubClient {
     /// Reads the token file when it is new or changed, into the header every request sends.
     fn refresh_token(&mut self) -> Result<(), ProbeError> {
         let path = &self.config.token_file;
-        let unreadable = |e: std::io::Error| {
-            ProbeError::new(
-                ErrorReason::Credentials,
-                format!("cannot read token file {}: {e}", path.display()),
-            )
-        };
-        let stamp = FileStamp::of(path).map_err(unreadable)?;
+        let stamp = FileStamp::of(path).map_err(unreadable("token", path))?;
         if self.token_stamp == Some(stamp) {
             return Ok(());
         }
@@ -222,17 +216,11 @@ impl HubClient {
 
     fn client(&mut self) -> Result<kube::Client, ProbeError> {
         let ca_file = &self.config.ca_file;
-        let unreadable = |e: std::io::Error| {
-            ProbeError::new(
-                ErrorReason::Credentials,
-                format!("cannot read CA file {}: {e}", ca_file.display()),
-            )
-        };
-        let stamp = FileStamp::of(ca_file).map_err(unreadable)?;
+        let stamp = FileStamp::of(ca_file).map_err(unreadable("CA", ca_file))?;
         if let (Some((_, client)), true) = (&self.client, self.ca_stamp == Some(stamp)) {
             return Ok(client.clone());
         }
-        let pem = std::fs::read(ca_file).map_err(unreadable)?;
+        let pem = std::fs::read(ca_file).map_err(unreadable("CA", ca_file))?;
         // Kept only once this content is in use: a CA file that cannot be used stays an error
         // every round, not only the first.
         let settled = stamp.settled(std::time::SystemTime::now());
@@ -300,12 +288,7 @@ impl FileStamp {
 }
 
 fn read_token(path: &Path) -> Result<String, ProbeError> {
-    let raw = std::fs::read_to_string(path).map_err(|e| {
-        ProbeError::new(
-            ErrorReason::Credentials,
-            format!("cannot read token file {}: {e}", path.display()),
-        )
-    })?;
+    let raw = std::fs::read_to_string(path).map_err(unreadable("token", path))?;
     // The worker's Go client trims the token the same way; a trailing newline from
     // `kubectl create secret --from-file` must not make the header invalid.
     let token = raw.trim();
@@ -316,6 +299,19 @@ fn read_token(path: &Path) -> Result<String, ProbeError> {
         ));
     }
     Ok(token.to_string())
+}
+
+/// The error for a credential file (`what`: token or CA) that cannot be read.
+fn unreadable<'a>(
+    what: &'static str,
+    path: &'a Path,
+) -> impl Fn(std::io::Error) -> ProbeError + 'a {
+    move |e| {
+        ProbeError::new(
+            ErrorReason::Credentials,
+            format!("cannot read {what} file {}: {e}", path.display()),
+        )
+    }
 }
 
 /// `timeouts`: the connect and write timeout, and the read bound.

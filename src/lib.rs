@@ -70,18 +70,29 @@ pub async fn run(config: Config, shutdown: watch::Receiver<bool>) -> Result<(), 
     );
     let events = events::start(&config.events, &metrics);
     let view = FollowerView::new(mode, config.confirmations, stale_after);
-    let follower =
-        follower::Follower::new(config.clone(), metrics.clone(), view).with_events(events.clone());
+    let watching = config.watch_timeout.filter(|_| !config.single_hub());
+    let watch_views: Vec<_> = config
+        .hubs
+        .iter()
+        .filter(|_| watching.is_some())
+        .map(|h| (h.id, watch::Sender::new(claim_watch::WatchView::new())))
+        .collect();
+    let follower = follower::Follower::new(config.clone(), metrics.clone(), view)
+        .with_events(events.clone())
+        .with_watches(watch_views.iter().map(|(_, v)| v.subscribe()).collect());
     let restarter = restart::Restarter::new(
         config.restart.clone(),
         config.handoff_dir.clone(),
         metrics.clone(),
     )
     .with_events(events);
-    let mut handlers = http::Handlers {
+    let handlers = http::Handlers {
         follower: follower.subscribe(),
         restart: restarter.subscribe(),
-        watches: Vec::new(),
+        watches: watch_views
+            .iter()
+            .map(|(hub, v)| (*hub, v.subscribe()))
+            .collect(),
         worker: config
             .restart
             .worker_probe
@@ -92,17 +103,15 @@ pub async fn run(config: Config, shutdown: watch::Receiver<bool>) -> Result<(), 
     // Subscribed before the first publish, so the restart side sees every decision's reason.
     let restarts = tokio::spawn(restarter.run(follower.subscribe(), shutdown.clone()));
     let mut watches = Vec::new();
-    if let (Some(timeout), false) = (config.watch_timeout, config.single_hub()) {
+    if let Some(timeout) = watching {
         let (trigger, clients) = follower.watch_inputs();
-        for (hub, clients) in clients {
-            let view = watch::Sender::new(claim_watch::WatchView::new());
-            handlers.watches.push((hub, view.subscribe()));
+        for ((hub, clients), (_, view)) in clients.into_iter().zip(watch_views) {
             let w = claim_watch::HubWatch {
                 hub,
                 namespace: config.namespace.clone(),
                 cluster: config.cluster_name.clone(),
                 timeout,
-                list_deadline: config.probe_timeout,
+                deadline: config.probe_timeout,
                 trigger: trigger.clone(),
                 hubs: config.endpoints(),
                 metrics: metrics.clone(),

@@ -2,7 +2,7 @@
 //! worker-operator's in-process design used, so existing dashboards and alerts carry over.
 
 use prometheus::{
-    Encoder, GaugeVec, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge,
+    Encoder, Gauge, GaugeVec, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge,
     IntGaugeVec, Opts, Registry, TextEncoder,
 };
 
@@ -94,6 +94,7 @@ pub struct Metrics {
     pub claims_older_than_basis: IntCounterVec,
     pub switches_held: IntCounterVec,
     pub pending_confirmations: IntGauge,
+    pub poll_interval: Gauge,
     pub last_success: GaugeVec,
     pub handoff_write_errors: IntCounter,
     pub worker_restarts: IntCounterVec,
@@ -167,6 +168,10 @@ impl Metrics {
         let pending_confirmations = IntGauge::new(
             "kubeslice_worker_hub_switch_pending_confirmations",
             "Consecutive rounds seen so far for a switch that is not yet confirmed.",
+        )?;
+        let poll_interval = Gauge::new(
+            "kubeslice_worker_hub_poll_interval_seconds",
+            "The interval of the reads in effect while no switch is pending: --poll-interval, or --watched-poll-interval while every hub's watch vouches for its hub. 0 in single-hub mode, which reads nothing.",
         )?;
         let last_success = GaugeVec::new(
             Opts::new(
@@ -249,6 +254,7 @@ impl Metrics {
         registry.register(Box::new(claims_older_than_basis.clone()))?;
         registry.register(Box::new(switches_held.clone()))?;
         registry.register(Box::new(pending_confirmations.clone()))?;
+        registry.register(Box::new(poll_interval.clone()))?;
         registry.register(Box::new(last_success.clone()))?;
         registry.register(Box::new(handoff_write_errors.clone()))?;
         registry.register(Box::new(worker_restarts.clone()))?;
@@ -292,6 +298,7 @@ impl Metrics {
             claims_older_than_basis,
             switches_held,
             pending_confirmations,
+            poll_interval,
             last_success,
             handoff_write_errors,
             worker_restarts,

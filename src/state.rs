@@ -123,10 +123,13 @@ pub struct FollowerView {
     /// A winner that does not move the worker, and why, while it lasts.
     pub held: Option<HeldView>,
     pub confirmations_required: u32,
+    /// Reads come at `--watched-poll-interval`: every hub's watch vouches for its hub.
+    pub polling_relaxed: bool,
     pub last_round_at: Option<String>,
     /// How long the last round took, probes included: at most the probe timeout plus a little.
     pub last_round_ms: Option<f64>,
-    /// The end of the last round; startup counts as one, so a first round gets the same grace.
+    /// The end of the last round, or the last tick the watches made a read unnecessary; startup
+    /// counts as one, so a first round gets the same grace.
     #[serde(skip)]
     pub last_round: Instant,
     /// A loop that has not completed a round for this long is reported unhealthy.
@@ -143,6 +146,7 @@ impl FollowerView {
             pending: None,
             held: None,
             confirmations_required: confirmations,
+            polling_relaxed: false,
             last_round_at: None,
             last_round_ms: None,
             last_round: Instant::now(),

@@ -81,7 +81,8 @@ async fn a_claim_change_is_followed_within_the_confirmations_not_the_poll_interv
     assert_eq!(published(&s).1, 2);
     assert!(s.logs().contains("count=2"), "{}", s.logs());
     assert!(
-        s.metric("kubeslice_worker_hub_watch_events_total{hub=\"primary\",type=\"apply\"}") >= 1.0
+        s.metric("kubeslice_worker_hub_watch_events_total{hub=\"primary\",type=\"modified\"}")
+            >= 1.0
     );
     assert_eq!(
         s.metric("kubeslice_worker_hub_watch_up{hub=\"secondary\"}"),
@@ -262,8 +263,8 @@ async fn a_watch_request_that_is_never_answered_is_cut_after_the_watch_timeout()
     args.retain(|a| !a.starts_with("--watch-timeout"));
     args.push("--watch-timeout=1s".into());
     let s = started(&hubs, &args);
-    // The list is answered, so the watch is up; its watch request then gets no byte at all.
-    // The connection's read bound (--watch-timeout + 5 s) cuts it, and it is counted.
+    // The list is answered; the watch request then gets no byte at all. It is cut at
+    // --probe-timeout, and counted.
     s.wait_until("the silent watch cut", Duration::from_secs(30), |s| {
         support::metric_sum(
             &s.get("/metrics").1,
@@ -291,4 +292,80 @@ async fn a_watch_request_that_is_never_answered_is_cut_after_the_watch_timeout()
         .is_none(),
         "a healthy watch was cut: {m}"
     );
+}
+
+/// While every hub's watch has heartbeats (events, bookmarks, its end at timeoutSeconds), the
+/// reads wait for --watched-poll-interval; a claim change is still read at once. A watch that
+/// misses its heartbeat by a probe timeout is restarted, and reads are back at
+/// --poll-interval from then on.
+#[tokio::test(flavor = "multi_thread")]
+async fn reads_wait_while_the_watches_vouch_and_resume_when_one_goes_silent() {
+    let hubs = Hubs::start().await;
+    for hub in [&hubs.primary, &hubs.secondary] {
+        hub.set_bookmarks(Some(Duration::from_millis(100)));
+    }
+    let mut args = watch_args(&hubs, "400ms", "400ms");
+    args.retain(|a| !a.starts_with("--watch-timeout"));
+    args.extend([
+        "--watch-timeout=1s".to_string(),
+        "--watched-poll-interval=1h".into(),
+    ]);
+    let s = started(&hubs, &args);
+    let interval = |s: &Sidecar| s.metric("kubeslice_worker_hub_poll_interval_seconds");
+    s.wait_until("reads relaxed", Duration::from_secs(10), |s| {
+        interval(s) == 3600.0
+    });
+    assert_eq!(s.status()["pollingRelaxed"], true);
+    let reads = (hubs.primary.requests(), hubs.secondary.requests());
+    let bookmarks = (hubs.primary.bookmarks(), hubs.secondary.bookmarks());
+    // Ten heartbeats on each watch: a second, over twice the poll interval.
+    s.wait_until("ten more bookmarks each", Duration::from_secs(10), |_| {
+        hubs.primary.bookmarks() >= bookmarks.0 + 10
+            && hubs.secondary.bookmarks() >= bookmarks.1 + 10
+    });
+    assert_eq!(
+        (hubs.primary.requests(), hubs.secondary.requests()),
+        reads,
+        "a hub was read while the watches vouched for both"
+    );
+    assert!(
+        s.metric(r#"kubeslice_worker_hub_watch_events_total{hub="secondary",type="bookmark"}"#)
+            >= 10.0
+    );
+
+    // A claim change is read at once, and followed.
+    hubs.both_claim(&hubs.secondary, "ctrl-b");
+    s.wait_until("the switch", Duration::from_secs(5), |s| {
+        published(s).0 == "secondary"
+    });
+    s.wait_until("reads relaxed again", Duration::from_secs(10), |s| {
+        interval(s) == 3600.0
+    });
+
+    // The secondary's API server stops sending bookmarks, and its next watch gets headers and
+    // then nothing, never its end: that watch is silent.
+    hubs.secondary.set_bookmarks(None);
+    hubs.secondary.set_watch_fault(WatchFault::Hang);
+    let silenced = Instant::now();
+    let silent = r#"kubeslice_worker_hub_watch_restarts_total{hub="secondary",reason="silent"}"#;
+    s.wait_until("the silence noticed", Duration::from_secs(10), |s| {
+        support::metric_value(&s.get("/metrics").1, silent).is_some_and(|n| n >= 1.0)
+    });
+    // Not before the watch timeout plus the probe timeout (1.3 s) from the hanging watch's
+    // start, which came after the silence.
+    assert!(
+        silenced.elapsed() >= Duration::from_millis(1300),
+        "declared silent after {:?}",
+        silenced.elapsed()
+    );
+    let reads = hubs.primary.requests();
+    s.wait_until(
+        "reads back at --poll-interval",
+        Duration::from_secs(10),
+        |_| hubs.primary.requests() >= reads + 3,
+    );
+    assert_eq!(interval(&s), 0.4);
+    assert_eq!(s.status()["pollingRelaxed"], false);
+    assert_eq!(s.status()["watches"]["primary"]["state"], "up");
+    assert_eq!(published(&s), ("secondary".into(), 2));
 }

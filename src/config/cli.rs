@@ -118,10 +118,14 @@ pub struct Settings {
         value_name = "BOOL"
     )]
     pub watch: String,
-    /// `timeoutSeconds` of each watch request (at most 295s); a watch silent for a little
-    /// longer is dropped and re-established.
-    #[arg(long, env = "HUB_WATCH_TIMEOUT", global = true, default_value = "290s")]
+    /// `timeoutSeconds` of each watch request (at most 295s); a watch with no event, bookmark
+    /// or end for this plus --probe-timeout is silent, and re-established.
+    #[arg(long, env = "HUB_WATCH_TIMEOUT", global = true, default_value = "120s")]
     pub watch_timeout: String,
+    /// Interval of the reads while every hub's watch vouches for its hub (--poll-interval
+    /// otherwise). [default: 2m, or --poll-interval when that is longer]
+    #[arg(long, env = "HUB_WATCHED_POLL_INTERVAL", global = true)]
+    pub watched_poll_interval: Option<String>,
     /// Hard deadline for one read of one hub: connect, TLS, headers and body.
     /// [default: 3s, or half of --poll-interval when that is shorter]
     #[arg(long, env = "HUB_PROBE_TIMEOUT", global = true)]

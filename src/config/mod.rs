@@ -44,6 +44,8 @@ pub struct Config {
     pub probe_timeout: Duration,
     /// None: no watch (polling only).
     pub watch_timeout: Option<Duration>,
+    /// The interval of the reads while every hub's watch vouches for its hub.
+    pub watched_poll_interval: Duration,
     pub confirmations: u32,
     pub handoff_dir: PathBuf,
     pub listen: SocketAddr,
@@ -68,6 +70,8 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
 /// The confirming reads' interval when `--confirm-interval` is not set, or the poll interval
 /// when that is shorter.
 const CONFIRM_INTERVAL: Duration = Duration::from_secs(1);
+/// The interval of the reads while the watches vouch for both hubs, unless --poll-interval is longer.
+const WATCHED_POLL_INTERVAL: Duration = Duration::from_secs(120);
 
 impl Config {
     pub fn from_settings(s: &Settings) -> Result<Self, ConfigError> {
@@ -144,6 +148,21 @@ impl Config {
                 ),
             ));
         }
+        let watched_poll_interval = match &s.watched_poll_interval {
+            None => WATCHED_POLL_INTERVAL.max(poll_interval.0),
+            Some(raw) => {
+                let watched = parse::<Interval>("watched_poll_interval", raw)?;
+                if watched.0 < poll_interval.0 {
+                    return Err(ConfigError::new(
+                        "watched_poll_interval",
+                        format!(
+                            "{watched} must not be shorter than --poll-interval ({poll_interval})"
+                        ),
+                    ));
+                }
+                watched.0
+            }
+        };
         if s.handoff_dir.as_os_str().is_empty() {
             return Err(ConfigError::new("handoff_dir", "must not be empty"));
         }
@@ -158,6 +177,7 @@ impl Config {
             watch_timeout: parse::<Toggle>("watch", &s.watch)?
                 .0
                 .then_some(watch_timeout),
+            watched_poll_interval,
             confirmations: parse::<Count>("confirmations", &s.confirmations)?.0,
             handoff_dir: s.handoff_dir.clone(),
             listen: parse::<Listen>("listen", &s.listen)?.0,
@@ -277,8 +297,9 @@ mod tests {
         );
         assert_eq!(c.poll_interval, Duration::from_secs(10));
         assert_eq!(c.confirm_interval, Duration::from_secs(1));
-        assert_eq!(c.watch_timeout, Some(Duration::from_secs(290)));
+        assert_eq!(c.watch_timeout, Some(Duration::from_secs(120)));
         assert_eq!(c.probe_timeout, Duration::from_secs(3));
+        assert_eq!(c.watched_poll_interval, Duration::from_secs(120));
         assert_eq!(c.confirmations, 3);
         assert_eq!(c.listen, "0.0.0.0:8095".parse().unwrap());
         assert_eq!(c.handoff_dir, PathBuf::from("/var/run/hub-follower"));
@@ -357,6 +378,11 @@ mod tests {
             (&["--watch-timeout=10m"], "--watch-timeout", "295s"),
             (&["--watch=yes"], "--watch", "true or false"),
             (
+                &["--watched-poll-interval=5s"],
+                "--watched-poll-interval",
+                "must not be shorter than --poll-interval (10s)",
+            ),
+            (
                 &["--worker-process=/manager"],
                 "--worker-process",
                 "base name",
@@ -424,6 +450,14 @@ mod tests {
         );
         let s = settings(&["--hub-endpoint=https://h:6443", "--namespace=ns"]);
         assert_eq!(Config::from_settings(&s).unwrap_err().env, "CLUSTER_NAME");
+    }
+
+    #[test]
+    fn a_long_poll_interval_alone_lengthens_the_watched_poll_interval() {
+        let mut args = base();
+        args.push("--poll-interval=5m");
+        let c = Config::from_settings(&settings(&args)).unwrap();
+        assert_eq!(c.watched_poll_interval, Duration::from_secs(300));
     }
 
     #[test]

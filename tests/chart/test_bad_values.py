@@ -36,6 +36,8 @@ SCHEMA_CASES = [
     ("watch-enabled-string", hf(watch={"enabled": "false"}), "/watch/enabled", "want boolean"),
     ("watch-timeout-number", hf(watch={"timeout": 290}), "/watch/timeout", "want string"),
     ("watch-timeout-words", hf(watch={"timeout": "290 seconds"}), "/watch/timeout", "does not match pattern"),
+    ("watched-poll-no-unit", hf(watch={"watchedPollInterval": "120"}), "/watch/watchedPollInterval", "does not match pattern"),
+    ("watched-poll-number", hf(watch={"watchedPollInterval": 120}), "/watch/watchedPollInterval", "want string"),
     ("watch-unknown-key", hf(watch={"enable": True}), "/watch", "'enable' not allowed"),
     ("pull-policy", hf(image={"pullPolicy": "Sometimes"}), "/image/pullPolicy", "one of"),
     ("digest", hf(image={"digest": "sha256:abc"}), "/image/digest", "does not match pattern"),
@@ -107,6 +109,9 @@ TEMPLATE_CASES = [
     ("watch-timeout-hours", hf(watch={"timeout": "1h"}), "hubFollower.watch.timeout", "between 1s and 295s"),
     ("watch-timeout-short", hf(watch={"timeout": "999ms"}), "hubFollower.watch.timeout", "between 1s and 295s"),
     ("watch-timeout-off-too", hf(watch={"enabled": False, "timeout": "5m"}), "hubFollower.watch.timeout", "between 1s and 295s"),
+    ("watched-poll-shorter", hf(watch={"watchedPollInterval": "5s"}), "hubFollower.watch.watchedPollInterval", '"5s" must not be shorter than hubFollower.pollInterval ("10s")'),
+    ("watched-poll-below-long-poll", hf(pollInterval="3m"), "hubFollower.watch.watchedPollInterval", '"2m" must not be shorter than hubFollower.pollInterval ("3m")'),
+    ("watched-poll-zero", hf(pollInterval="1s", probeTimeout="500ms", confirmInterval="1s", watch={"watchedPollInterval": "0s"}), "hubFollower.watch.watchedPollInterval", "longer than zero"),
     ("secret-without-endpoint", hf(secondary={"endpoint": ""}), "hubFollower.secondary.secretName", "hubFollower.secondary.endpoint is empty"),
     ("kill-after-zero", hf(restart={"killAfter": "0ms"}), "hubFollower.restart.killAfter", "longer than zero"),
     # The worker's own entries are the defaults; without them a value is required.

@@ -269,7 +269,8 @@ def test_restart_signal_is_passed_in_signal_mode_only(chart):
 
 def test_new_settings_default_to_the_binary_defaults(chart):
     e = env(chartkit.render(chart).sidecar)
-    assert (e["HUB_CONFIRM_INTERVAL"], e["HUB_WATCH"], e["HUB_WATCH_TIMEOUT"]) == ("1s", "true", "290s")
+    assert (e["HUB_CONFIRM_INTERVAL"], e["HUB_WATCH"], e["HUB_WATCH_TIMEOUT"]) == ("1s", "true", "120s")
+    assert e["HUB_WATCHED_POLL_INTERVAL"] == "2m"
     assert e["RUST_LOG"] == "info"
 
 
@@ -277,7 +278,12 @@ def test_watch_can_be_turned_off_with_the_exact_string_the_binary_reads(chart):
     # The binary reads HUB_WATCH as exactly `true` or `false`: not True, 0 or no.
     e = env(chartkit.render(chart, chartkit.hf(watch={"enabled": False})).sidecar)
     assert e["HUB_WATCH"] == "false"
-    assert e["HUB_WATCH_TIMEOUT"] == "290s"
+    assert e["HUB_WATCH_TIMEOUT"] == "120s"
+
+
+def test_the_watched_poll_interval_reaches_the_binary(chart):
+    e = env(chartkit.render(chart, chartkit.hf(pollInterval="30s", watch={"watchedPollInterval": "30s"})).sidecar)
+    assert e["HUB_WATCHED_POLL_INTERVAL"] == "30s"
 
 
 @pytest.mark.parametrize("level", ["error", "warn", "info", "debug", "trace"])

@@ -101,7 +101,7 @@ def test_a_promotion_reaches_the_handoff_through_the_watch_well_before_the_next_
     # Let the first poll round pass, so the promotion lands between polls: the next tick is
     # about 9 s away, and a switch by polling would take that plus two confirming reads.
     time.sleep(1)
-    applies = f.metric("kubeslice_worker_hub_watch_events_total", lazy=True, hub="secondary", type="apply")
+    applies = f.metric("kubeslice_worker_hub_watch_events_total", lazy=True, hub="secondary", type="modified")
     t0 = time.monotonic()
     b.claim(b.cp.endpoint, B_ID)
     wait_for("the switch to B", lambda: f.published("secondary", "switch"), 30, every=0.02)
@@ -109,7 +109,7 @@ def test_a_promotion_reaches_the_handoff_through_the_watch_well_before_the_next_
     print(f"promotion -> handoff through the watch: {elapsed:.3f}s")
     # The watch saw the promotion, and the switch came in less than half the poll interval
     # (10 s): a ratio to the configured timing, not a bound on a busy machine's clock.
-    assert f.metric("kubeslice_worker_hub_watch_events_total", hub="secondary", type="apply") > applies
+    assert f.metric("kubeslice_worker_hub_watch_events_total", hub="secondary", type="modified") > applies
     assert elapsed < 10 / 2, f"took {elapsed:.2f}s"
 
 
@@ -147,7 +147,49 @@ def test_the_watch_comes_back_after_an_api_server_restart(claims_on_a, start):
     wait_for("the watch to notice", lambda: f.metric("kubeslice_worker_hub_watch_restarts_total", hub="secondary") > failures, 30)
     wait_for("the watch up again", lambda: f.metric("kubeslice_worker_hub_watch_up", hub="secondary") == 1, 60, every=0.25)
 
-    events = f.metric("kubeslice_worker_hub_watch_events_total", lazy=True, hub="secondary", type="apply")
+    events = f.metric("kubeslice_worker_hub_watch_events_total", lazy=True, hub="secondary", type="modified")
     b.claim(b.cp.endpoint, B_ID)
     wait_for("the switch to B", lambda: f.published("secondary", "switch"), 20, every=0.05)
-    assert f.metric("kubeslice_worker_hub_watch_events_total", hub="secondary", type="apply") > events
+    assert f.metric("kubeslice_worker_hub_watch_events_total", hub="secondary", type="modified") > events
+
+
+def test_a_frozen_hub_silences_its_watch_and_reads_resume(claims_on_a, start):
+    """While both watches have heartbeats, the hubs are not read; a frozen hub's watch misses
+    its end at timeoutSeconds, and reads come back at once."""
+    a, b = claims_on_a
+    # A 10 s watch: the API server ends it every 10 s, a heartbeat each time, where the
+    # default 120 s watch gives one at least every 2 minutes.
+    f = start({"HUB_POLL_INTERVAL": "1s", "HUB_PROBE_TIMEOUT": "500ms", "HUB_WATCH_TIMEOUT": "10s",
+               "HUB_WATCHED_POLL_INTERVAL": "1h"})
+    wait_for("startup on A", lambda: f.published("primary", "startup"), 20)
+    wait_for("reads relaxed", lambda: f.metric("kubeslice_worker_hub_poll_interval_seconds") == 3600, 30, every=0.25)
+    status = f.status()
+    assert status["pollingRelaxed"] is True
+    assert all(w["lastHeartbeatAt"] for w in status["watches"].values()), status["watches"]
+
+    reads = f.metric("kubeslice_worker_hub_probe_duration_seconds_count")
+    beat = f.status()["watches"]["secondary"]["lastHeartbeatAt"]
+    # Two more heartbeats on B: about 20 s, twenty poll intervals.
+    for _ in range(2):
+        wait_for("a heartbeat from B", lambda: f.status()["watches"]["secondary"]["lastHeartbeatAt"] != beat, 15, every=0.25)
+        beat = f.status()["watches"]["secondary"]["lastHeartbeatAt"]
+    assert f.metric("kubeslice_worker_hub_probe_duration_seconds_count") == reads, "a hub was read while both watches vouched"
+
+    b.cp.apiserver.freeze()
+    try:
+        frozen = time.monotonic()
+        silent = lambda: f.metric("kubeslice_worker_hub_watch_restarts_total", lazy=True, hub="secondary", reason="silent")
+        wait_for("B's watch found silent", lambda: silent() >= 1, 30, every=0.1)
+        noticed = time.monotonic() - frozen
+        # The watch in progress started at most 10 s before the freeze; it is silent 10 s
+        # (--watch-timeout) plus 0.5 s (--probe-timeout) after its start.
+        assert noticed <= 10.5 + 1, f"noticed after {noticed:.1f}s"
+        # Set at the end of the round the silence started, which waits for B's read to time out.
+        wait_for("reads back at 1 s", lambda: f.metric("kubeslice_worker_hub_poll_interval_seconds") == 1, 5, every=0.1)
+        reads = f.metric("kubeslice_worker_hub_probe_duration_seconds_count", hub="primary")
+        wait_for("reads of A every second", lambda: f.metric("kubeslice_worker_hub_probe_duration_seconds_count", hub="primary") >= reads + 3, 10)
+        assert f.status()["hubs"]["secondary"]["reason"] == "timeout"
+        assert f.published("primary", "startup")
+    finally:
+        b.cp.apiserver.thaw()
+    b.cp.wait_ready()

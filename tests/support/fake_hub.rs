@@ -126,6 +126,11 @@ pub struct HubState {
     pub watch_requests: u64,
     /// The query of the last watch request.
     pub last_watch_query: String,
+    /// How often a watch that allows bookmarks gets one; none: never, like an API server
+    /// without a watch cache.
+    pub bookmark_every: Option<Duration>,
+    /// Bookmarks sent, on all watches.
+    pub bookmarks: u64,
     pub handshakes: u64,
     /// Bumped by every change of the claim, as an API server bumps resourceVersion.
     pub resource_version: u64,
@@ -181,6 +186,8 @@ impl FakeHub {
             requests: 0,
             watch_requests: 0,
             last_watch_query: String::new(),
+            bookmark_every: None,
+            bookmarks: 0,
             handshakes: 0,
             resource_version: 1,
             changes: watch::channel(1).0,
@@ -241,6 +248,15 @@ impl FakeHub {
 
     pub fn set_watch_fault(&self, fault: WatchFault) {
         self.state.lock().unwrap().watch_fault = fault;
+    }
+
+    /// Sends a bookmark this often on each watch that allows them (none: stop sending them).
+    pub fn set_bookmarks(&self, every: Option<Duration>) {
+        self.state.lock().unwrap().bookmark_every = every;
+    }
+
+    pub fn bookmarks(&self) -> u64 {
+        self.state.lock().unwrap().bookmarks
     }
 
     pub fn watch_requests(&self) -> u64 {
@@ -456,32 +472,58 @@ where
     let timeout = Duration::from_secs(
         param("timeoutSeconds")
             .and_then(|v| v.parse().ok())
-            .unwrap_or(290),
+            .unwrap_or(120),
     );
     let header =
         b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n";
     if stream.write_all(header).await.is_err() {
         return false;
     }
+    let allows_bookmarks = param("allowWatchBookmarks").as_deref() == Some("true");
     let mut sent = since;
     let deadline = tokio::time::sleep(timeout);
     tokio::pin!(deadline);
+    let mut next_bookmark = tokio::time::Instant::now();
     loop {
-        let (rv, object) = {
+        let (rv, object, every) = {
             let s = state.lock().unwrap();
-            (s.resource_version, s.cluster())
+            (s.resource_version, s.cluster(), s.bookmark_every)
         };
+        let every = every.filter(|_| allows_bookmarks);
+        let mut lines = Vec::new();
         if rv > sent {
-            let line = serde_json::json!({"type": "MODIFIED", "object": object}).to_string() + "\n";
+            lines.push(serde_json::json!({"type": "MODIFIED", "object": object}));
+            sent = rv;
+        }
+        if let Some(every) = every {
+            if tokio::time::Instant::now() >= next_bookmark {
+                lines.push(serde_json::json!({"type": "BOOKMARK", "object": {
+                    "apiVersion": "controller.kubeslice.io/v1alpha1",
+                    "kind": "Cluster",
+                    "metadata": {"resourceVersion": rv.to_string()},
+                }}));
+                state.lock().unwrap().bookmarks += 1;
+                next_bookmark = tokio::time::Instant::now() + every;
+            }
+        }
+        for line in lines {
+            let line = line.to_string() + "\n";
             let chunk = format!("{:x}\r\n{line}\r\n", line.len());
             if stream.write_all(chunk.as_bytes()).await.is_err() || stream.flush().await.is_err() {
                 return false;
             }
-            sent = rv;
         }
+        let bookmark_due = async {
+            match every {
+                Some(_) => tokio::time::sleep_until(next_bookmark).await,
+                // Checked again at least every 100 ms, for bookmarks turned on meanwhile.
+                None => tokio::time::sleep(Duration::from_millis(100)).await,
+            }
+        };
         tokio::select! {
             _ = &mut deadline => break,
             changed = changes.changed() => if changed.is_err() { break },
+            () = bookmark_due => {}
         }
     }
     stream.write_all(b"0\r\n\r\n").await.is_ok() && stream.flush().await.is_ok()

@@ -130,6 +130,17 @@ impl Sidecar {
         handoff_dir: &Path,
         env: &[(&str, &str)],
     ) -> Self {
+        Self::spawn_program(binary(), wrapper, args, handoff_dir, env)
+    }
+
+    /// Another build of the sidecar, such as an older one to compare with.
+    pub fn spawn_program(
+        program: &str,
+        wrapper: &[&str],
+        args: &[String],
+        handoff_dir: &Path,
+        env: &[(&str, &str)],
+    ) -> Self {
         // A free port can be taken by someone else before the sidecar binds it: try another.
         for _ in 0..5 {
             let listen = free_port();
@@ -138,10 +149,10 @@ impl Sidecar {
             let mut command = match wrapper.split_first() {
                 Some((program, rest)) => {
                     let mut c = Command::new(program);
-                    c.args(rest).arg(binary());
+                    c.args(rest).arg(program);
                     c
                 }
-                None => Command::new(binary()),
+                None => Command::new(program),
             };
             let child = command
                 .args(args)

@@ -277,7 +277,7 @@ project namespace) are checked where hub-follower.primaryEnv resolves them.
 {{- fail (printf "hubFollower.secondary.secretName: %q is set but hubFollower.secondary.endpoint is empty; set the endpoint of the secondary hub, or leave both empty for single-hub mode" $hf.secondary.secretName) -}}
 {{- end -}}
 {{- /* The binary refuses zero for these; jitter and cooldown may be 0s. */ -}}
-{{- $positive := dict "pollInterval" $hf.pollInterval "probeTimeout" $hf.probeTimeout "confirmInterval" $hf.confirmInterval "restart.killAfter" $hf.restart.killAfter "restart.verifyTimeout" $hf.restart.verifyTimeout "restart.livenessFailFor" $hf.restart.livenessFailFor "exec.wait" $hf.exec.wait -}}
+{{- $positive := dict "pollInterval" $hf.pollInterval "probeTimeout" $hf.probeTimeout "confirmInterval" $hf.confirmInterval "restart.killAfter" $hf.restart.killAfter "restart.verifyTimeout" $hf.restart.verifyTimeout "restart.livenessFailFor" $hf.restart.livenessFailFor "exec.wait" $hf.exec.wait "watch.watchedPollInterval" $hf.watch.watchedPollInterval -}}
 {{- range $name := keys $positive | sortAlpha -}}
 {{- if eq (include "hub-follower.durationMs" (list $name (get $positive $name)) | int64) 0 -}}
 {{- fail (printf "hubFollower.%s: must be longer than zero" $name) -}}
@@ -305,6 +305,10 @@ off); here they fail before a pod crash-loops. */ -}}
 {{- $watchTimeout := include "hub-follower.durationMs" (list "watch.timeout" $hf.watch.timeout) | int64 -}}
 {{- if or (lt $watchTimeout 1000) (gt $watchTimeout 295000) -}}
 {{- fail (printf "hubFollower.watch.timeout: %q must be between 1s and 295s (the API server's limit for a watch)" $hf.watch.timeout) -}}
+{{- end -}}
+{{- $watched := include "hub-follower.durationMs" (list "watch.watchedPollInterval" $hf.watch.watchedPollInterval) | int64 -}}
+{{- if lt $watched $poll -}}
+{{- fail (printf "hubFollower.watch.watchedPollInterval: %q must not be shorter than hubFollower.pollInterval (%q)" $hf.watch.watchedPollInterval $hf.pollInterval) -}}
 {{- end -}}
 {{- range $p := $hf.workerPorts -}}
 {{- if eq ($p | int64) ($hf.port | int64) -}}
@@ -447,6 +451,8 @@ Takes $c. */}}
   value: {{ ternary "true" "false" $hf.watch.enabled | quote }}
 - name: HUB_WATCH_TIMEOUT
   value: {{ $hf.watch.timeout | quote }}
+- name: HUB_WATCHED_POLL_INTERVAL
+  value: {{ $hf.watch.watchedPollInterval | quote }}
 - name: HUB_HANDOFF_DIR
   value: {{ $hf.handoff.dir | quote }}
 - name: HUB_FOLLOWER_LISTEN
