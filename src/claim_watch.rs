@@ -151,7 +151,10 @@ impl HubWatch {
         let fields = format!("metadata.name={}", self.cluster);
         let params = WatchParams::default()
             .fields(&fields)
-            .timeout(self.timeout.as_secs().clamp(1, 295) as u32);
+            .timeout(self.timeout_seconds().as_secs() as u32);
+        // A new client (a rotated CA) starts from nothing: no heartbeat vouches for it yet.
+        self.set(WatchState::Connecting, None);
+        let timeout = self.timeout_seconds();
         let mut last: Option<Seen> = None;
         let mut version: Option<String> = None;
         let mut backoff = Backoff::default();
@@ -176,18 +179,24 @@ impl HubWatch {
                     }
                 },
             };
-            let stream = match tokio::time::timeout(self.deadline, api.watch(&params, &rv)).await {
-                Ok(Ok(stream)) => stream,
-                failed => {
-                    let detail = match failed {
-                        Ok(Err(e)) => e.to_string(),
-                        _ => format!(
-                            "no answer to the watch request within {} (--probe-timeout)",
-                            humantime::format_duration(self.deadline)
-                        ),
-                    };
-                    self.failed("watch_start_failed", &detail, &mut beat);
-                    version = Some(rv);
+            let answer = match tokio::time::timeout(self.deadline, api.watch(&params, &rv)).await {
+                Ok(Ok(stream)) => Ok(stream),
+                // The resourceVersion is too old to watch from: list again.
+                Ok(Err(kube::Error::Api(e))) if e.code == 410 => Err(("gone", e.to_string())),
+                Ok(Err(e)) => Err(("watch_start_failed", e.to_string())),
+                Err(_) => Err((
+                    "watch_start_failed",
+                    format!(
+                        "no answer to the watch request within {} (--probe-timeout)",
+                        humantime::format_duration(self.deadline)
+                    ),
+                )),
+            };
+            let stream = match answer {
+                Ok(stream) => stream,
+                Err((reason, detail)) => {
+                    self.failed(reason, &detail, &mut beat);
+                    version = (reason != "gone").then_some(rv);
                     tokio::time::sleep(backoff.next()).await;
                     continue;
                 }
@@ -199,21 +208,24 @@ impl HubWatch {
             let started = Instant::now();
             let mut stream = stream.boxed();
             let end = loop {
-                let silent_at =
-                    beat.map_or(started, |b| b.max(started)) + self.timeout + self.deadline;
+                let silent_at = beat.map_or(started, |b| b.max(started)) + timeout + self.deadline;
                 let item = tokio::select! {
                     () = tokio::time::sleep_until(silent_at) => break End::Failed("silent", format!(
                         "no event, bookmark or end of the watch for {} (--watch-timeout) plus {} (--probe-timeout)",
-                        humantime::format_duration(self.timeout),
+                        humantime::format_duration(timeout),
                         humantime::format_duration(self.deadline),
                     )),
                     item = stream.next() => item,
                 };
                 let event = match item {
-                    // A watch the API server ends near its timeout is routine; one that ends
-                    // much sooner is not, and must not become a tight loop of requests.
-                    None if started.elapsed() >= self.timeout / 2 => break End::Timeout,
-                    None => break End::Failed("ended", "the watch ended early".into()),
+                    // The API server ends a watch at its timeoutSeconds, counted from a little
+                    // before the answer reached us: routine. A stream that ends sooner was
+                    // cut (a load balancer, a closing API server), and must not become a
+                    // tight loop of requests.
+                    None if started.elapsed() + self.deadline >= timeout => break End::Timeout,
+                    None => {
+                        break End::Failed("ended", "the watch ended before its timeout".into())
+                    }
                     Some(Err(e)) => break End::Failed("watch_failed", e.to_string()),
                     Some(Ok(event)) => event,
                 };
@@ -239,15 +251,15 @@ impl HubWatch {
                     .inc();
                 self.view.send_modify(|view| view.events += 1);
                 self.beat(&mut beat);
-                backoff = Backoff::default();
                 if let Some(seen) = seen {
                     self.compare(&mut last, seen);
                 }
             };
             match end {
-                // The API server answered to the end: a heartbeat.
+                // The API server answered to the end: a heartbeat, and a healthy watch.
                 End::Timeout => {
                     self.beat(&mut beat);
+                    backoff = Backoff::default();
                     version = Some(rv);
                 }
                 End::Gone => {
@@ -256,6 +268,7 @@ impl HubWatch {
                         "the watch's resourceVersion is too old (410 Gone); listing again",
                         &mut beat,
                     );
+                    tokio::time::sleep(backoff.next()).await;
                 }
                 End::Failed(reason, detail) => {
                     self.failed(reason, &detail, &mut beat);
@@ -314,6 +327,11 @@ impl HubWatch {
         }
     }
 
+    /// `timeoutSeconds` as the API server gets it: whole seconds, at most 295.
+    fn timeout_seconds(&self) -> Duration {
+        Duration::from_secs(self.timeout.as_secs().clamp(1, 295))
+    }
+
     /// The object's claim, and the resourceVersion to watch from next.
     fn advance(&self, rv: &mut String, object: &DynamicObject) -> Seen {
         if let Some(v) = &object.metadata.resource_version {
@@ -327,7 +345,7 @@ impl HubWatch {
         *beat = Some(now);
         self.view.send_modify(|view| {
             view.last_heartbeat_at = Some(jiff::Timestamp::now().to_string());
-            view.vouches_until = Some(now + self.timeout + self.deadline);
+            view.vouches_until = Some(now + self.timeout_seconds() + self.deadline);
         });
     }
 
@@ -375,7 +393,7 @@ impl HubWatch {
 }
 
 /// client-go's watch back-off: 0.8 s doubling to 30 s, each pause stretched by up to 100 %
-/// at random so that a fleet does not retry in step; reset by a heartbeat.
+/// at random so that a fleet does not retry in step; reset by a watch that lasted to its end.
 #[derive(Default)]
 struct Backoff {
     failures: u32,
@@ -383,10 +401,11 @@ struct Backoff {
 
 impl Backoff {
     fn next(&mut self) -> Duration {
-        let base = Duration::from_millis(800).saturating_mul(1 << self.failures.min(6));
+        let base = Duration::from_millis(800)
+            .saturating_mul(1 << self.failures.min(6))
+            .min(Duration::from_secs(30));
         self.failures = self.failures.saturating_add(1);
         base.mul_f64(1.0 + fastrand::f64())
-            .min(Duration::from_secs(30))
     }
 }
 

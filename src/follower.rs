@@ -147,7 +147,7 @@ impl Follower {
             let reads = pace::tick_reads(
                 now,
                 last_start,
-                self.vouched_for(now),
+                self.may_relax(now),
                 self.config.poll_interval,
                 self.config.watched_poll_interval,
             );
@@ -155,8 +155,12 @@ impl Follower {
                 // The watches vouch for every hub and nothing waits on time: no read this tick.
                 // The loop is alive all the same.
                 self.view.send_modify(|s| s.last_round = now);
-                // After a long stall (a suspended process), catch up with one tick, not many.
-                next = (next + self.config.poll_interval).max(now);
+                // After a long stall (a suspended process), the next tick is a poll interval
+                // from now, not a burst of overdue ones.
+                next += self.config.poll_interval;
+                if next <= now {
+                    next = now + self.config.poll_interval;
+                }
                 self.set_polling(true);
                 continue;
             }
@@ -170,14 +174,14 @@ impl Follower {
             let took = (started.elapsed().as_secs_f64() * 1e6).round() / 1e3;
             tracing::debug!(took_ms = took, "round completed");
             self.view.send_modify(|s| s.last_round_ms = Some(took));
-            self.set_polling(self.vouched_for(Instant::now()));
+            self.set_polling(self.may_relax(Instant::now()));
             next = started + self.next_interval();
         }
     }
 
-    /// Every hub's watch vouches for its hub, and the last round left nothing that time alone
-    /// could change.
-    fn vouched_for(&self, now: Instant) -> bool {
+    /// Reads may relax: every hub's watch vouches for its hub, no switch is pending, and the
+    /// last round left nothing that time alone could change.
+    fn may_relax(&self, now: Instant) -> bool {
         self.settled
             && self.resolver.pending().is_none()
             && !self.watches.is_empty()
@@ -443,6 +447,8 @@ impl Follower {
             }
             Err(e) => {
                 self.metrics.handoff_write_errors.inc();
+                // The retry is the next round: keep it at --poll-interval.
+                self.settled = false;
                 tracing::warn!(error = %e, "could not record the fresher basis; retried next round");
             }
         }

@@ -109,7 +109,8 @@ pub struct Settings {
     /// [default: 1s, or --poll-interval when that is shorter]
     #[arg(long, env = "HUB_CONFIRM_INTERVAL", global = true)]
     pub confirm_interval: Option<String>,
-    /// Watch each hub's Cluster object so that a claim change is read at once (polling stays).
+    /// Watch each hub's Cluster object so that a claim change is read at once (polling stays
+    /// as the safety net).
     #[arg(
         long,
         env = "HUB_WATCH",

@@ -23,18 +23,18 @@ pub(super) fn settled(probes: &[Probe], step: &Step) -> bool {
         && step.held.is_none()
 }
 
-/// Whether a tick at `now` reads the hubs. Always, unless every hub's watch vouches for its
-/// hub (and the last round was settled, with no switch pending: `vouched`). Then only once the
+/// Whether a tick at `now` reads the hubs. Always, unless reads `may_relax` (every hub's watch
+/// vouches for its hub, the last round was settled, no switch is pending). Then only once the
 /// last read is `watched` old, counted to the nearest tick, since ticks come every `poll` and
 /// a timer is never exact.
 pub(super) fn tick_reads(
     now: Instant,
     last_read: Option<Instant>,
-    vouched: bool,
+    may_relax: bool,
     poll: Duration,
     watched: Duration,
 ) -> bool {
-    !vouched || last_read.is_none_or(|t| now + poll / 2 >= t + watched)
+    !may_relax || last_read.is_none_or(|t| now + poll / 2 >= t + watched)
 }
 
 #[cfg(test)]
@@ -48,7 +48,7 @@ mod tests {
 
     /// The ticks after a read at `start` that read, among the first `ticks`, each tick off
     /// its time by `skew` (early when negative).
-    fn reading_ticks(vouched: bool, watched: Duration, skew_ms: i64, ticks: u32) -> Vec<u32> {
+    fn reading_ticks(may_relax: bool, watched: Duration, skew_ms: i64, ticks: u32) -> Vec<u32> {
         let start = Instant::now();
         let mut last = start;
         let mut read = Vec::new();
@@ -59,7 +59,7 @@ mod tests {
             } else {
                 on_time + Duration::from_millis(skew_ms as u64)
             };
-            if tick_reads(now, Some(last), vouched, POLL, watched) {
+            if tick_reads(now, Some(last), may_relax, POLL, watched) {
                 read.push(k);
                 last = now;
             }

@@ -147,8 +147,8 @@ impl Sidecar {
             let log_dir = tempfile::tempdir().unwrap();
             let log = log_dir.path().join("sidecar.log");
             let mut command = match wrapper.split_first() {
-                Some((program, rest)) => {
-                    let mut c = Command::new(program);
+                Some((wrapper, rest)) => {
+                    let mut c = Command::new(wrapper);
                     c.args(rest).arg(program);
                     c
                 }
