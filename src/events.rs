@@ -13,7 +13,7 @@
 
 mod record;
 
-pub use record::start;
+pub use record::{start, Recording};
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -28,6 +28,10 @@ use crate::verdict::{ErrorReason, HubId};
 pub const BURST: u32 = 2;
 /// After the burst, one more Event of a kind per this long.
 pub const REFILL: Duration = Duration::from_secs(300);
+
+/// A restart-all restart slower than this is reported as a Warning: kubelet usually starts the
+/// sidecar again within 1 to 2 seconds of its exit.
+pub const SLOW_RESTART: Duration = Duration::from_secs(10);
 
 /// Something worth an Event.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,6 +49,10 @@ pub enum Fact {
         identity: Option<String>,
         generation: u64,
         confirmations: u32,
+        /// How long before the switch the winning claim was written, by its `lastUpdated` and
+        /// this sidecar's clock: what a sidecar that was not running (kubelet's back-off)
+        /// or could not read (a partition) added to the failover.
+        claim_age: Option<Duration>,
     },
     /// A restart action and how it went: `mode` is the restart mode, `signal` the signal name.
     Restart {
@@ -52,6 +60,12 @@ pub enum Fact {
         mode: &'static str,
         signal: &'static str,
         generation: Option<u64>,
+    },
+    /// Restart-all mode: this sidecar started `after` the exit that asked kubelet to restart
+    /// every container for `generation`.
+    AllRestarted {
+        generation: u64,
+        after: Duration,
     },
     Unreachable {
         hub: HubId,
@@ -99,7 +113,7 @@ impl Fact {
             | Fact::Recovered { hub, .. }
             | Fact::ClaimRejected { hub, .. } => Some(*hub),
             Fact::SwitchHeld { candidate, .. } => Some(*candidate),
-            Fact::Restart { .. } => None,
+            Fact::Restart { .. } | Fact::AllRestarted { .. } => None,
         };
         (note.reason, hub)
     }
@@ -112,10 +126,11 @@ impl Fact {
                 Normal, "HubSwitchPending", "Confirm",
                 format!("a switch to the {candidate} hub{} is pending: {count} of {required} confirming reads", id(identity)),
             ),
-            Fact::Switched { from, to, endpoint, identity, generation, confirmations } => (
+            Fact::Switched { from, to, endpoint, identity, generation, confirmations, claim_age } => (
                 Normal, "HubSwitched", "Switch",
-                format!("switched from the {} hub to the {to} hub at {endpoint}{}, generation {generation}, after {confirmations} confirming reads",
-                    from.map_or("previous".to_string(), |h| h.to_string()), id(identity)),
+                format!("switched from the {} hub to the {to} hub at {endpoint}{}, generation {generation}, after {confirmations} confirming reads{}",
+                    from.map_or("previous".to_string(), |h| h.to_string()), id(identity),
+                    claim_age.map_or(String::new(), |a| format!("; its claim was written {:.1}s before", a.as_secs_f64()))),
             ),
             Fact::Restart { outcome, mode, signal, generation } => {
                 let g = generation.map_or(String::new(), |g| format!(" (generation {g})"));
@@ -124,11 +139,20 @@ impl Fact {
                     Outcome::Killed => (Warning, "WorkerRestarting", "Restart", format!("restart mode {mode}: the worker ignored {signal}; sent SIGKILL{g}")),
                     Outcome::GateFailed => (Normal, "WorkerRestarting", "Restart", format!("restart mode {mode}: /worker/livez fails so that kubelet restarts the worker onto the new hub{g}")),
                     Outcome::Observed => (Normal, "WorkerRestarting", "Restart", format!("restart mode {mode} (observe only): the worker would be restarted now; nothing is done{g}")),
+                    Outcome::Exited => (Normal, "WorkerRestarting", "Restart", format!("restart mode {mode}: the sidecar exits so that kubelet restarts every container of the pod onto the new hub{g}")),
                     Outcome::NotFound => (Warning, "WorkerRestarting", "Restart", format!("restart mode {mode}: no worker process found to signal; /worker/livez fails as a safety net{g}")),
                     Outcome::PermissionDenied => (Warning, "WorkerRestarting", "Restart", format!("restart mode {mode}: not permitted to signal the worker; /worker/livez fails as a safety net{g}")),
                     Outcome::Verified => (Normal, "WorkerRestarted", "Restart", format!("the worker restarted onto the new hub{g}")),
                     Outcome::GateCleared => (Normal, "WorkerRestarted", "Restart", format!("the worker restarted onto the new hub and acknowledged it{g}")),
                     Outcome::Unverified => (Warning, "WorkerRestartUnverified", "Restart", format!("restart mode {mode}: could not verify that the worker restarted onto the new hub{g}")),
+                }
+            }
+            Fact::AllRestarted { generation, after } => {
+                let after_s = after.as_secs_f64();
+                if *after > SLOW_RESTART {
+                    (Warning, "WorkerRestarting", "Restart", format!("restart mode restart-all: kubelet restarted the pod's containers {after_s:.1}s after the sidecar exited (generation {generation}), later than the usual few seconds: the container restart back-off, or the kubelet's stall described in docs/operations.md; waiting for the worker's acknowledgement"))
+                } else {
+                    (Normal, "WorkerRestarting", "Restart", format!("restart mode restart-all: kubelet restarted the pod's containers {after_s:.1}s after the sidecar exited (generation {generation}); waiting for the worker's acknowledgement"))
                 }
             }
             Fact::Unreachable { hub, reason } => (
@@ -317,6 +341,7 @@ mod tests {
             identity: Some("ctrl-b".into()),
             generation: 4,
             confirmations: 3,
+            claim_age: Some(Duration::from_millis(14_300)),
         }
         .note();
         assert_eq!((n.kind, n.reason), (Kind::Normal, "HubSwitched"));
@@ -327,6 +352,7 @@ mod tests {
             "ctrl-b",
             "generation 4",
             "3 confirming",
+            "its claim was written 14.3s before",
         ] {
             assert!(n.message.contains(part), "{part}: {}", n.message);
         }

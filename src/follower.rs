@@ -393,6 +393,11 @@ impl Follower {
                         identity: handoff.identity.clone(),
                         generation: handoff.generation,
                         confirmations: self.resolver.confirmations(),
+                        claim_age: decision
+                            .basis
+                            .as_ref()
+                            .and_then(|c| c.last_updated)
+                            .and_then(|at| Timestamp::now().duration_since(at).try_into().ok()),
                     });
                 }
                 let ids: Vec<HubId> = self.config.hubs.iter().map(|h| h.id).collect();

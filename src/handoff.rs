@@ -26,6 +26,7 @@ pub const JSON_FILE: &str = "active-hub.json";
 pub const ENV_FILE: &str = "active-hub.env";
 pub const KUBECONFIG_FILE: &str = "kubeconfig";
 pub const ACK_FILE: &str = "worker-ack.json";
+pub const RESTART_REQUEST_FILE: &str = "restart-request.json";
 const DATA_LINK: &str = "..data";
 const FILES: [&str; 3] = [JSON_FILE, ENV_FILE, KUBECONFIG_FILE];
 
@@ -215,6 +216,48 @@ pub fn read_ack(dir: &Path) -> Option<Ack> {
     serde_json::from_slice(&fs::read(dir.join(ACK_FILE)).ok()?).ok()
 }
 
+/// `restart-request.json`: written by the sidecar in restart-all mode just before it exits with
+/// the restart code, so that the sidecar kubelet starts next knows the worker is being restarted
+/// onto the published decision (and does not act again), and when the last restart was asked
+/// for (the cooldown outlives the process).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RestartRequest {
+    /// The decision the restart was for.
+    pub generation: u64,
+    pub hub: HubId,
+    /// RFC 3339.
+    pub requested_at: String,
+    pub exit_code: u8,
+}
+
+/// Writes the restart request in one rename, synced, so the next sidecar reads all of it or the
+/// one before.
+pub fn write_restart_request(dir: &Path, request: &RestartRequest) -> io::Result<()> {
+    let tmp = dir.join(format!(".restart-request.{}.partial", std::process::id()));
+    let json = serde_json::to_vec_pretty(request).map_err(io::Error::other)?;
+    write_synced(&tmp, &json)?;
+    fs::rename(&tmp, dir.join(RESTART_REQUEST_FILE))?;
+    sync_dir(dir)
+}
+
+/// The last restart request, if there is one. One that can't be read is reported and taken as
+/// none: without it the next switch waits for no cooldown, which is the safe side of nothing.
+pub fn read_restart_request(dir: &Path) -> Option<RestartRequest> {
+    let path = dir.join(RESTART_REQUEST_FILE);
+    let bytes = match fs::read(&path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return None,
+        Err(e) => {
+            tracing::warn!(path = %path.display(), error = %e, "cannot read the last restart request; taking it as none");
+            return None;
+        }
+    };
+    serde_json::from_slice(&bytes)
+        .inspect_err(|e| tracing::warn!(path = %path.display(), error = %e, "the last restart request is not valid; taking it as none"))
+        .ok()
+}
+
 /// The decision currently published in `dir`, if any.
 pub fn read(dir: &Path) -> Result<Option<Handoff>, HandoffError> {
     let path = dir.join(JSON_FILE);
@@ -369,6 +412,39 @@ fn prune(dir: &Path, keep: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_restart_request_round_trips_and_a_torn_one_is_none() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(read_restart_request(dir.path()), None);
+        let r = RestartRequest {
+            generation: 7,
+            hub: HubId::Secondary,
+            requested_at: "2026-12-03T18:00:00Z".into(),
+            exit_code: 42,
+        };
+        write_restart_request(dir.path(), &r).unwrap();
+        assert_eq!(read_restart_request(dir.path()), Some(r));
+        fs::write(
+            dir.path().join(RESTART_REQUEST_FILE),
+            b"{\"generation\": 7,",
+        )
+        .unwrap();
+        assert_eq!(read_restart_request(dir.path()), None);
+        // A publish leaves it alone.
+        write_restart_request(dir.path(), &read_or(7)).unwrap();
+        publish(dir.path(), &sample(8)).unwrap();
+        assert!(dir.path().join(RESTART_REQUEST_FILE).exists());
+    }
+
+    fn read_or(generation: u64) -> RestartRequest {
+        RestartRequest {
+            generation,
+            hub: HubId::Primary,
+            requested_at: "2026-12-03T18:00:00Z".into(),
+            exit_code: 42,
+        }
+    }
 
     fn sample(generation: u64) -> Handoff {
         Handoff {

@@ -42,9 +42,22 @@ pub enum RunError {
     Metrics(#[from] prometheus::Error),
 }
 
-/// Runs the sidecar until `shutdown` turns true: the poll loop, the restart side, the watches
-/// and the HTTP server. Each task publishes its own view; the server only reads them.
-pub async fn run(config: Config, shutdown: watch::Receiver<bool>) -> Result<(), RunError> {
+/// Why the sidecar stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stopped {
+    /// `shutdown` turned true.
+    Shutdown,
+    /// Restart-all mode: exit with this code, so that kubelet restarts every container.
+    RestartAll(u8),
+}
+
+/// How long queued Events may take to be written before a restart-all exit.
+const EVENTS_BEFORE_EXIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Runs the sidecar until `shutdown` turns true, or until restart-all mode asks for an exit:
+/// the poll loop, the restart side, the watches and the HTTP server. Each task publishes its
+/// own view; the server only reads them.
+pub async fn run(config: Config, shutdown: watch::Receiver<bool>) -> Result<Stopped, RunError> {
     let config = Arc::new(config);
     let hub_ids: Vec<_> = config.hubs.iter().map(|h| h.id).collect();
     let metrics = metrics::Metrics::new(&hub_ids, config.restart.mode.as_str())?;
@@ -68,7 +81,7 @@ pub async fn run(config: Config, shutdown: watch::Receiver<bool>) -> Result<(), 
         handoff_dir = %config.handoff_dir.display(),
         "hub-follower starting"
     );
-    let events = events::start(&config.events, &metrics);
+    let (events, recording) = events::start(&config.events, &metrics);
     let view = FollowerView::new(mode, config.confirmations, stale_after);
     let watching = config.watch_timeout.filter(|_| !config.single_hub());
     let watch_views: Vec<_> = config
@@ -101,7 +114,7 @@ pub async fn run(config: Config, shutdown: watch::Receiver<bool>) -> Result<(), 
         metrics: metrics.clone(),
     };
     // Subscribed before the first publish, so the restart side sees every decision's reason.
-    let restarts = tokio::spawn(restarter.run(follower.subscribe(), shutdown.clone()));
+    let mut restarts = tokio::spawn(restarter.run(follower.subscribe(), shutdown.clone()));
     let mut watches = Vec::new();
     if let Some(timeout) = watching {
         let (trigger, clients) = follower.watch_inputs();
@@ -121,12 +134,31 @@ pub async fn run(config: Config, shutdown: watch::Receiver<bool>) -> Result<(), 
         }
     }
     let server = tokio::spawn(http::serve(listener, handlers, shutdown.clone()));
-    follower.run(shutdown).await;
+    let mut following = Box::pin(follower.run(shutdown));
+    let stopped = tokio::select! {
+        () = &mut following => Stopped::Shutdown,
+        Ok(Some(code)) = &mut restarts => Stopped::RestartAll(code),
+    };
+    // The decision is on disk before the restart side sees it: nothing in flight is owed.
+    drop(following);
     for w in watches {
         w.abort();
     }
     restarts.abort();
-    // The server saw the same shutdown; give it a moment to close its listener.
-    let _ = tokio::time::timeout(std::time::Duration::from_millis(500), server).await;
-    Ok(())
+    match stopped {
+        Stopped::RestartAll(code) => {
+            // Every Sink is gone with the follower and the restart side: what they queued (the
+            // restart's own Event) is written, or given up on, before the exit.
+            recording.finish(EVENTS_BEFORE_EXIT).await;
+            tracing::info!(
+                exit_code = code,
+                "exiting so that kubelet restarts every container"
+            );
+        }
+        Stopped::Shutdown => {
+            // The server saw the same shutdown; give it a moment to close its listener.
+            let _ = tokio::time::timeout(std::time::Duration::from_millis(500), server).await;
+        }
+    }
+    Ok(stopped)
 }

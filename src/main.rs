@@ -48,14 +48,20 @@ fn main() -> ExitCode {
             Some(output) => runtime.block_on(async {
                 let report = hub_follower::check::run(&config).await;
                 print!("{}", hub_follower::check::render(&report, output));
-                Ok(report.usable)
+                // `check` found no hub that answered: 1.
+                Ok(u8::from(!report.usable))
             }),
-            None => runtime.block_on(sidecar(config)).map(|()| true),
+            None => runtime
+                .block_on(sidecar(config))
+                .map(|stopped| match stopped {
+                    hub_follower::Stopped::Shutdown => 0,
+                    hub_follower::Stopped::RestartAll(code) => code,
+                }),
         });
     match outcome {
-        Ok(true) => ExitCode::SUCCESS,
-        // `check` found no hub that answered.
-        Ok(false) => ExitCode::FAILURE,
+        Ok(0) => ExitCode::SUCCESS,
+        // restart-all mode: the code the pod's restartPolicyRules name.
+        Ok(code) => ExitCode::from(code),
         Err(e) => {
             tracing::error!(error = format!("{e:#}"), "hub-follower stopped");
             ExitCode::FAILURE
@@ -63,16 +69,15 @@ fn main() -> ExitCode {
     }
 }
 
-/// Runs until SIGTERM or SIGINT.
-async fn sidecar(config: Config) -> anyhow::Result<()> {
+/// Runs until SIGTERM or SIGINT, or until restart-all mode asks for an exit.
+async fn sidecar(config: Config) -> anyhow::Result<hub_follower::Stopped> {
     let (tx, rx) = watch::channel(false);
     tokio::spawn(async move {
         wait_for_signal().await;
         tracing::info!("shutting down");
         let _ = tx.send(true);
     });
-    hub_follower::run(config, rx).await?;
-    Ok(())
+    Ok(hub_follower::run(config, rx).await?)
 }
 
 fn install(dest: &Path) -> ExitCode {

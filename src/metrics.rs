@@ -22,10 +22,12 @@ pub enum Outcome {
     GateFailed,
     GateCleared,
     Observed,
+    /// Restart-all mode: the sidecar exits with the restart code.
+    Exited,
 }
 
 impl Outcome {
-    pub const ALL: [Outcome; 9] = [
+    pub const ALL: [Outcome; 10] = [
         Outcome::Signalled,
         Outcome::Killed,
         Outcome::Verified,
@@ -35,6 +37,7 @@ impl Outcome {
         Outcome::GateFailed,
         Outcome::GateCleared,
         Outcome::Observed,
+        Outcome::Exited,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -48,6 +51,7 @@ impl Outcome {
             Outcome::GateFailed => "gate_failed",
             Outcome::GateCleared => "gate_cleared",
             Outcome::Observed => "observed",
+            Outcome::Exited => "exited",
         }
     }
 }

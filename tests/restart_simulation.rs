@@ -9,7 +9,10 @@
 //! - at most one action per cooldown window;
 //! - a switch published during a restart is never lost, and the worker always ends on the last
 //!   published decision;
-//! - the gate never fails longer than `--liveness-fail-for`.
+//! - the gate never fails longer than `--liveness-fail-for`;
+//! - restart-all mode: the sidecar exits for a switch, and exits again only for a switch
+//!   published after that exit, whatever kubelet restarts: every container (the worker is gone
+//!   until after the new sidecar starts), or only the sidecar (the feature gate is off).
 //!
 //! `HUB_SIM_SEEDS` sets the number of seeds (1,000 by default; CI runs the default):
 //! `HUB_SIM_SEEDS=100000 cargo test --release --test restart_simulation`.
@@ -23,7 +26,7 @@ mod support;
 
 use hub_follower::config::{RestartConfig, RestartMode};
 use hub_follower::resolver::Reason;
-use hub_follower::restart::machine::{Ack, Action, Decision, Event, Machine};
+use hub_follower::restart::machine::{Ack, Action, Decision, Event, Machine, Request};
 use hub_follower::restart::process::ProcessId;
 use hub_follower::restart::{Outcome, Phase};
 use hub_follower::verdict::HubId::{self, Primary as P, Secondary as S};
@@ -70,6 +73,8 @@ enum Break {
     NoCooldown,
     /// Fails the gate ten times longer than allowed.
     LongGate,
+    /// Restart-all mode: a sidecar that ignores the restart request an earlier one left.
+    ForgetsRequest,
 }
 
 struct Broken {
@@ -87,6 +92,7 @@ impl Sut for Broken {
             {
                 return Vec::new();
             }
+            (Break::ForgetsRequest, Event::Requested(_)) => return Vec::new(),
             (Break::StartupIsASwitch, Event::Published(mut d)) => {
                 d.reason = Reason::Switch;
                 Event::Published(d)
@@ -160,6 +166,14 @@ struct World {
     /// A sidecar restarted mid-switch while a forged acknowledgement hid where the worker ran.
     evidence_lost: bool,
     quiet_from: Instant,
+    /// Restart-all mode: the restart request on disk.
+    request: Option<Request>,
+    /// Restart-all mode: the sidecar exited; kubelet starts it again at this time.
+    sidecar_up_at: Option<Instant>,
+    /// Restart-all mode: kubelet restarts only the sidecar on its exit (the gate is off).
+    kubelet_ignores_rule: bool,
+    /// Restart-all mode: a switch was published since the last exit.
+    switch_since_exit: bool,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -179,9 +193,10 @@ impl World {
         let mode = [
             RestartMode::Signal,
             RestartMode::Liveness,
+            RestartMode::RestartAll,
             RestartMode::None,
         ];
-        let mut config = support::builders::restart_config(mode[rng.usize(0..3)]);
+        let mut config = support::builders::restart_config(mode[rng.usize(0..4)]);
         config.jitter = secs([0.0, 0.5, 5.0][rng.usize(0..3)]);
         config.cooldown = secs([0.0, 10.0, 60.0][rng.usize(0..3)]);
         config.kill_after = secs([1.0, 30.0][rng.usize(0..2)]);
@@ -207,6 +222,7 @@ impl World {
         script.sort_by_key(|(t, _)| std::cmp::Reverse(*t));
         let quiet_from = t0 + secs(active + 10.0);
         let permission_denied = config.mode == RestartMode::Signal && rng.u8(0..10) == 0;
+        let kubelet_ignores_rule = rng.u8(0..8) == 0;
         let probe_phase = secs(rng.f64() * 10.0);
         let mut w = World {
             sut: sut(&config, rule, rng.u64(..)),
@@ -231,6 +247,10 @@ impl World {
             life_last_action: None,
             evidence_lost: false,
             quiet_from,
+            request: None,
+            sidecar_up_at: None,
+            kubelet_ignores_rule,
+            switch_since_exit: true,
         };
         // The pod starts: the follower's first decision, then the worker starts on it.
         w.start_worker();
@@ -268,6 +288,7 @@ impl World {
         let (hub, generation) = self.decision;
         if reason == Reason::Switch {
             self.life_switch_seen = true;
+            self.switch_since_exit = true;
         }
         // The driver reads the acknowledgement before each new decision.
         if let Some(ack) = self.ack_file {
@@ -299,11 +320,18 @@ impl World {
             let real = ack.generation <= self.decision.1;
             self.life_ack_elsewhere |= real && ack.hub != Some(self.decision.0);
         }
+        // An exited sidecar hears nothing.
+        if self.sidecar_up_at.is_some() {
+            return;
+        }
         let mut queue = self.sut.handle(self.now, event);
         while !queue.is_empty() {
             for action in std::mem::take(&mut queue) {
                 if let Some(result) = self.carry_out(action) {
                     queue.extend(self.sut.handle(self.now, result));
+                }
+                if self.sidecar_up_at.is_some() {
+                    return;
                 }
             }
         }
@@ -351,7 +379,40 @@ impl World {
             }
             Action::Gate(None) => self.gate = None,
             Action::Record(Outcome::Observed) => self.acted(),
-            Action::Record(_) => {}
+            Action::Record(_) | Action::Restarted { .. } => {}
+            Action::Exit { generation, hub } => {
+                assert!(
+                    self.switch_since_exit,
+                    "the sidecar exited again with no switch published since its last exit"
+                );
+                if self.rng.u8(0..10) == 0 {
+                    // The request could not be written, so the sidecar stays: no action.
+                    return Some(Event::ExitFailed);
+                }
+                self.acted();
+                self.switch_since_exit = false;
+                self.request = Some(Request {
+                    generation,
+                    hub,
+                    at: self.now,
+                });
+                // kubelet starts the sidecar again within seconds; now and then only after a
+                // back-off or its periodic sync.
+                let delay = match self.rng.u8(0..5) {
+                    0 => 10.0 + self.rng.f64() * 70.0,
+                    _ => 1.0 + self.rng.f64() * 3.0,
+                };
+                let up = self.now + secs(delay);
+                self.sidecar_up_at = Some(up);
+                self.gate = None;
+                if !self.kubelet_ignores_rule {
+                    // Every container is removed; the worker starts after the new sidecar.
+                    self.trace(("every container restarts", self.worker));
+                    self.worker = None;
+                    self.ack_due = None;
+                    self.starts_at = Some(up + secs(0.5 + self.rng.f64() * 2.5));
+                }
+            }
         }
         None
     }
@@ -373,6 +434,30 @@ impl World {
         self.life_last_action = Some(self.now);
     }
 
+    /// A new sidecar: fresh machine and gate; the follower resumes the decision on disk with
+    /// the next generation. In restart-all mode it reads the restart request first, so the
+    /// cooldown outlives the sidecar.
+    fn new_sidecar(&mut self) {
+        self.sut = sut(&self.config, self.rule, self.rng.u64(..));
+        self.gate = None;
+        self.decision.1 += 1;
+        self.life_switch_seen = false;
+        self.life_ack_elsewhere = false;
+        if self.config.mode == RestartMode::RestartAll {
+            if let Some(r) = self.request {
+                self.feed(Event::Requested(r));
+            }
+        } else {
+            self.life_last_action = None;
+        }
+        let forged = self
+            .ack_file
+            .is_some_and(|a| a.generation > self.decision.1);
+        let behind = self.worker.is_some_and(|w| w.hub != self.decision.0);
+        self.evidence_lost |= forged && behind;
+        self.publish(Reason::Resumed);
+    }
+
     fn worker_exits(&mut self) {
         self.trace(("worker exits", self.worker));
         self.worker = None;
@@ -386,6 +471,7 @@ impl World {
         let probe = (self.config.mode != RestartMode::None).then_some(self.probe_at);
         [
             worker_exit,
+            self.sidecar_up_at,
             self.starts_at,
             self.ack_due.map(|(t, _)| t),
             self.script.last().map(|(t, _)| *t),
@@ -398,6 +484,11 @@ impl World {
 
     fn step(&mut self, to: Instant) {
         self.now = to;
+        if self.sidecar_up_at.is_some_and(|t| t <= to) {
+            self.sidecar_up_at = None;
+            self.trace("the sidecar starts again");
+            self.new_sidecar();
+        }
         if self
             .worker
             .and_then(|w| w.exits_at)
@@ -424,6 +515,9 @@ impl World {
             };
             self.input(input);
         }
+        if self.sidecar_up_at.is_some() {
+            return;
+        }
         // The driver's wake: acknowledgement, processes, tick.
         if self.sut.wants_ack(to) {
             if let Some(ack) = self.ack_file {
@@ -449,27 +543,20 @@ impl World {
     fn input(&mut self, input: Input) {
         self.trace(input);
         match input {
+            Input::Switch | Input::SidecarCrash if self.sidecar_up_at.is_some() => {
+                // No follower runs to publish a switch: the next sidecar sees it after it
+                // resumes. A sidecar that is not running can't crash.
+                if let (Input::Switch, Some(up)) = (input, self.sidecar_up_at) {
+                    self.script.push((up + secs(1.0), input));
+                    self.script.sort_by_key(|(t, _)| std::cmp::Reverse(*t));
+                }
+            }
             Input::Switch => {
                 let other = if self.decision.0 == P { S } else { P };
                 self.decision = (other, self.decision.1 + 1);
                 self.publish(Reason::Switch);
             }
-            Input::SidecarCrash => {
-                // A new sidecar: fresh machine and gate; the follower resumes the decision on
-                // disk with the next generation.
-                self.sut = sut(&self.config, self.rule, self.rng.u64(..));
-                self.gate = None;
-                self.decision.1 += 1;
-                self.life_switch_seen = false;
-                self.life_last_action = None;
-                self.life_ack_elsewhere = false;
-                let forged = self
-                    .ack_file
-                    .is_some_and(|a| a.generation > self.decision.1);
-                let behind = self.worker.is_some_and(|w| w.hub != self.decision.0);
-                self.evidence_lost |= forged && behind;
-                self.publish(Reason::Resumed);
-            }
+            Input::SidecarCrash => self.new_sidecar(),
             Input::ForgedAck => {
                 self.ack_file = Some(Ack {
                     // A generation no decision will ever have.
@@ -489,10 +576,13 @@ impl World {
     fn run(&mut self) -> Option<HubId> {
         let end = self.quiet_from + secs(1800.0);
         while self.now < end {
-            let next = [self.sut.next_wake(self.now), self.next_event()]
-                .into_iter()
-                .flatten()
-                .min();
+            // An exited sidecar asks for no wake.
+            let wake = self
+                .sidecar_up_at
+                .is_none()
+                .then(|| self.sut.next_wake(self.now))
+                .flatten();
+            let next = [wake, self.next_event()].into_iter().flatten().min();
             let Some(next) = next.filter(|t| *t <= end) else {
                 break;
             };
@@ -529,7 +619,14 @@ fn simulate(seed: u64, rule: Option<Break>) -> Result<(), String> {
         let mut w = World::new(seed, rule);
         let ends_on = w.run();
         let decided = w.decision.0;
-        if w.evidence_lost && ends_on != Some(decided) {
+        let gate_off = w.config.mode == RestartMode::RestartAll && w.kubelet_ignores_rule;
+        if gate_off && ends_on != Some(decided) {
+            // kubelet restarted only the sidecar: unverified, and it must say so.
+            assert!(
+                !w.sut.on_current(),
+                "kubelet never restarted the worker, yet the machine says it runs on the decision"
+            );
+        } else if w.evidence_lost && ends_on != Some(decided) {
             // Unsure, so no restart; but it must not claim the worker is on the decision.
             assert!(
                 !w.sut.on_current(),
@@ -598,6 +695,7 @@ fn a_broken_rule_is_caught() {
         (Break::StartupIsASwitch, "startup, default or resumed"),
         (Break::NoCooldown, "inside the cooldown"),
         (Break::LongGate, "longer than --liveness-fail-for"),
+        (Break::ForgetsRequest, "exited again with no switch"),
     ];
     for (rule, message) in cases {
         let caught = quietly(|| {

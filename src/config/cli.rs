@@ -180,7 +180,8 @@ pub struct Settings {
         default_value = "json"
     )]
     pub log_format: String,
-    /// How the worker is restarted after a confirmed switch: signal, liveness or none.
+    /// How the worker is restarted after a confirmed switch: signal, liveness, restart-all or
+    /// none.
     #[arg(
         long,
         env = "HUB_RESTART_MODE",
@@ -254,4 +255,13 @@ pub struct Settings {
         default_value = "60s"
     )]
     pub restart_cooldown: String,
+    /// Restart-all mode: the code the sidecar exits with on a confirmed switch; the pod's
+    /// `restartPolicyRules` must name it (3 to 125, not 101).
+    #[arg(
+        long,
+        env = "HUB_RESTART_EXIT_CODE",
+        global = true,
+        default_value = "42"
+    )]
+    pub restart_exit_code: String,
 }

@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 pub use cli::{Cli, Command, OutputFormat, Settings};
-pub use restart::{RestartConfig, RestartMode, RestartSignal, WorkerProbeConfig};
+pub use restart::{ExitCode, RestartConfig, RestartMode, RestartSignal, WorkerProbeConfig};
 pub use values::{ConfigError, LogFormat};
 
 use crate::claim::Endpoint;
@@ -391,9 +391,14 @@ mod tests {
             (
                 &["--restart-mode=kill"],
                 "--restart-mode",
-                "signal, liveness or none",
+                "signal, liveness, restart-all or none",
             ),
             (&["--log-format=yaml"], "--log-format", "json or text"),
+            (
+                &["--restart-exit-code=143"],
+                "--restart-exit-code",
+                "from 3 to 125 other than 101",
+            ),
             (&["--kill-after=0s"], "--kill-after", "longer than zero"),
             (&["--restart-jitter=lots"], "--restart-jitter", "duration"),
             (

@@ -11,12 +11,15 @@ use super::values::{parse, ConfigError, Delay, Interval};
 use crate::worker_probe::WorkerProbe;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "kebab-case")]
 pub enum RestartMode {
     /// Signal the worker's processes through a shared PID namespace.
     Signal,
     /// Fail /worker/livez so that kubelet restarts the worker.
     Liveness,
+    /// Exit with `--restart-exit-code`, so that kubelet restarts every container of the pod
+    /// (KEP-5532 `RestartAllContainers`, a rule on the native sidecar).
+    RestartAll,
     /// Observe only: log and count what would be done.
     None,
 }
@@ -26,6 +29,7 @@ impl RestartMode {
         match self {
             RestartMode::Signal => "signal",
             RestartMode::Liveness => "liveness",
+            RestartMode::RestartAll => "restart-all",
             RestartMode::None => "none",
         }
     }
@@ -37,8 +41,11 @@ impl FromStr for RestartMode {
         match raw {
             "signal" => Ok(Self::Signal),
             "liveness" => Ok(Self::Liveness),
+            "restart-all" => Ok(Self::RestartAll),
             "none" => Ok(Self::None),
-            other => Err(format!("expected signal, liveness or none, got {other:?}")),
+            other => Err(format!(
+                "expected signal, liveness, restart-all or none, got {other:?}"
+            )),
         }
     }
 }
@@ -82,6 +89,24 @@ impl fmt::Display for RestartSignal {
     }
 }
 
+/// The code the sidecar exits with in restart-all mode: one no other exit of a container means.
+/// 1 is a failure, 2 a bad configuration, 101 a Rust panic, 126 and 127 are the shell's, and
+/// 128 and above a death by signal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExitCode(pub u8);
+
+impl FromStr for ExitCode {
+    type Err = String;
+    fn from_str(raw: &str) -> Result<Self, String> {
+        match raw.trim().parse::<u8>() {
+            Ok(code) if (3..=125).contains(&code) && code != 101 => Ok(Self(code)),
+            _ => Err(format!(
+                "expected an exit code from 3 to 125 other than 101 (1 and 2 are hub-follower's own failures, 101 a panic, 126 and above the shell's and signals'), got {raw:?}"
+            )),
+        }
+    }
+}
+
 /// The base name of the worker's executable.
 struct ProcessName(String);
 
@@ -109,6 +134,8 @@ pub struct RestartConfig {
     pub worker_probe: Option<WorkerProbeConfig>,
     pub jitter: Duration,
     pub cooldown: Duration,
+    /// Restart-all mode: the code the sidecar exits with to have every container restarted.
+    pub exit_code: ExitCode,
 }
 
 impl RestartConfig {
@@ -125,6 +152,7 @@ impl RestartConfig {
             worker_probe: WorkerProbeConfig::from_settings(s)?,
             jitter: delay("restart_jitter", &s.restart_jitter)?,
             cooldown: delay("restart_cooldown", &s.restart_cooldown)?,
+            exit_code: parse("restart_exit_code", &s.restart_exit_code)?,
         })
     }
 }
@@ -173,5 +201,18 @@ mod tests {
         assert_eq!("9".parse::<RestartSignal>().unwrap().signal, Signal::KILL);
         assert!("SIGSEGV".parse::<RestartSignal>().is_err());
         assert!("".parse::<RestartSignal>().is_err());
+    }
+
+    #[test]
+    fn exit_codes_that_mean_something_else_are_refused() {
+        for good in ["3", "42", "100", "102", "125"] {
+            assert!(good.parse::<ExitCode>().is_ok(), "{good}");
+        }
+        for bad in [
+            "0", "1", "2", "101", "126", "127", "128", "143", "255", "256", "-1", "", "x",
+        ] {
+            let e = bad.parse::<ExitCode>().unwrap_err();
+            assert!(e.contains("from 3 to 125"), "{bad}: {e}");
+        }
     }
 }

@@ -17,21 +17,45 @@ const QUEUE: usize = 64;
 /// One write, end to end.
 const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// The recording task, so that the sidecar can let it write what is queued before it exits.
+#[derive(Debug, Default)]
+pub struct Recording(Option<tokio::task::JoinHandle<()>>);
+
+impl Recording {
+    /// Waits, for at most `within`, until every Event queued is written or has failed. It
+    /// returns at once while any [`Sink`] is still alive: drop them all first.
+    pub async fn finish(self, within: Duration) {
+        if let Some(task) = self.0 {
+            if tokio::time::timeout(within, task).await.is_err() {
+                tracing::warn!(within = ?within, "gave up waiting for queued Events to be written");
+            }
+        }
+    }
+}
+
 /// Starts recording when Events are on and the pod can record them; otherwise a sink that
 /// does nothing, and one line saying why.
-pub fn start(config: &EventsConfig, metrics: &Metrics) -> Sink {
+pub fn start(config: &EventsConfig, metrics: &Metrics) -> (Sink, Recording) {
+    let (sink, task) = start_task(config, metrics);
+    (sink, Recording(task))
+}
+
+fn start_task(
+    config: &EventsConfig,
+    metrics: &Metrics,
+) -> (Sink, Option<tokio::task::JoinHandle<()>>) {
     if !config.enabled {
-        return Sink::default();
+        return (Sink::default(), None);
     }
     let (Some(name), Some(namespace)) = (&config.pod_name, &config.pod_namespace) else {
         tracing::info!("Events are off: POD_NAME and POD_NAMESPACE are not set (the chart sets them from the downward API)");
-        return Sink::default();
+        return (Sink::default(), None);
     };
     let mut kube_config = match kube::Config::incluster() {
         Ok(c) => c,
         Err(e) => {
             tracing::info!(error = %e, "Events are off: no in-cluster credentials");
-            return Sink::default();
+            return (Sink::default(), None);
         }
     };
     // One bounded attempt per Event: kube's default retries 429 and 5xx for a long time.
@@ -42,7 +66,7 @@ pub fn start(config: &EventsConfig, metrics: &Metrics) -> Sink {
         Ok(c) => c,
         Err(e) => {
             tracing::warn!(error = %e, "Events are off: cannot build a client from the in-cluster credentials");
-            return Sink::default();
+            return (Sink::default(), None);
         }
     };
     let reporter = Reporter {
@@ -59,19 +83,15 @@ pub fn start(config: &EventsConfig, metrics: &Metrics) -> Sink {
     };
     let (tx, rx) = mpsc::channel(QUEUE);
     let failed = metrics.events_failed.clone();
-    tokio::spawn(run(
-        rx,
-        Recorder::new(client, reporter),
-        pod,
-        failed.clone(),
-    ));
+    let task = tokio::spawn(run(rx, client, reporter, pod, failed.clone()));
     tracing::info!(pod = %name, namespace = %namespace, "recording Events on the pod");
-    Sink::new(tx, failed)
+    (Sink::new(tx, failed), Some(task))
 }
 
 async fn run(
     mut notes: mpsc::Receiver<Note>,
-    recorder: Recorder,
+    client: kube::Client,
+    reporter: Reporter,
     pod: ObjectReference,
     failed: prometheus::IntCounterVec,
 ) {
@@ -87,6 +107,11 @@ async fn run(
             action: note.action.into(),
             secondary: None,
         };
+        // A recorder per Event: kube's recorder folds every later Event of the same reason,
+        // type and action (within minutes) into the first one as a series, keeping the first
+        // note, so the second switch's Event would read like the first. The limiter here
+        // already bounds how many are written.
+        let recorder = Recorder::new(client.clone(), reporter.clone());
         let error = match tokio::time::timeout(WRITE_TIMEOUT, recorder.publish(&event, &pod)).await
         {
             Ok(Ok(())) => None,

@@ -23,8 +23,9 @@ use tokio::time::Instant;
 
 mod after;
 mod events;
+mod restart_all;
 
-pub use events::{Ack, Action, Decision, Event, Gate, Phase};
+pub use events::{Ack, Action, Decision, Event, Gate, Phase, Request};
 
 use super::pacing::{Pacer, Wait};
 use super::process::ProcessId;
@@ -94,6 +95,8 @@ pub struct Machine {
     /// The worker processes seen last.
     seen: Vec<ProcessId>,
     last_ack: Option<Ack>,
+    /// Restart-all mode: the restart an earlier run asked for.
+    requested: Option<Request>,
     gate_until: Option<Instant>,
     permission_reported: bool,
     view: View,
@@ -118,6 +121,7 @@ impl Machine {
             underway: Underway::None,
             seen: Vec::new(),
             last_ack: None,
+            requested: None,
             gate_until: None,
             permission_reported: false,
             view: View {
@@ -139,6 +143,12 @@ impl Machine {
     pub fn handle(&mut self, now: Instant, event: Event) -> Vec<Action> {
         match event {
             Event::Published(d) => self.on_published(now, d),
+            Event::Requested(request) => {
+                // The cooldown outlives the sidecar that acted.
+                self.pacer.acted(request.at);
+                self.requested = Some(request);
+            }
+            Event::ExitFailed => self.on_exit_failed(now),
             Event::Ack(ack) => self.on_ack(now, ack),
             Event::Processes(procs) => self.seen = procs,
             Event::Signalled { delivered, denied } => self.on_signalled(now, delivered, denied),
@@ -189,7 +199,9 @@ impl Machine {
         self.settle_until = Some(now + ACK_SETTLE);
         if d.reason != Reason::Switch {
             // The worker starts on (or, after a sidecar restart, already runs on) this decision.
-            if self.worker.is_none() {
+            if self.worker.is_none() && self.restarting_all(&d) {
+                self.await_restart(now, d);
+            } else if self.worker.is_none() {
                 let ack = self.last_ack.filter(|_| d.reason == Reason::Resumed);
                 match ack.map(|a| (a.generation, a.hub)) {
                     Some((generation, _)) if generation > d.generation => {
@@ -271,8 +283,11 @@ impl Machine {
         }
         self.pacer.acted(now);
         let fail_until = now + self.config.liveness_fail_for;
-        // Observe-only touches nothing, the gate included.
-        if self.config.mode != RestartMode::None {
+        // Observe-only touches nothing, the gate included; restart-all exits instead.
+        if matches!(
+            self.config.mode,
+            RestartMode::Signal | RestartMode::Liveness
+        ) {
             let reason = format!(
                 "hub switched to {} ({}) at generation {}; the worker has not restarted onto it yet",
                 target.hub, target.endpoint, target.generation
@@ -297,6 +312,15 @@ impl Machine {
             RestartMode::Liveness => {
                 tracing::info!(hub = %target.hub, generation = target.generation, "failing /worker/livez so that kubelet restarts the worker");
                 self.record(Outcome::GateFailed);
+                self.underway = verifying;
+            }
+            RestartMode::RestartAll => {
+                // The driver records `exited` once the restart request is written.
+                self.view.last_outcome = Some(Outcome::Exited);
+                self.out.push(Action::Exit {
+                    generation: target.generation,
+                    hub: target.hub,
+                });
                 self.underway = verifying;
             }
             RestartMode::Signal if self.seen.is_empty() => {
@@ -411,6 +435,7 @@ mod tests {
             for mode in [
                 RestartMode::Signal,
                 RestartMode::Liveness,
+                RestartMode::RestartAll,
                 RestartMode::None,
             ] {
                 let mut r = run(mode, 0, 0);
@@ -592,5 +617,143 @@ mod tests {
         r.at(1.0, Event::Processes(vec![proc(10)]));
         let acts = r.tick(1.0);
         assert_eq!(acts, [Action::Record(Outcome::Observed)]);
+    }
+
+    fn exits(actions: &[Action]) -> Vec<(u64, HubId)> {
+        actions
+            .iter()
+            .filter_map(|a| match a {
+                Action::Exit { generation, hub } => Some((*generation, *hub)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The request an earlier run left: it exited at `s` for `generation` on `hub`.
+    fn requested(r: &mut Run, s: f64, generation: u64, hub: HubId) {
+        let at = r.t0 + Duration::from_secs_f64(s);
+        assert!(r
+            .at(
+                s,
+                Event::Requested(Request {
+                    generation,
+                    hub,
+                    at
+                })
+            )
+            .is_empty());
+    }
+
+    #[test]
+    fn restart_all_exits_once_for_a_switch_and_leaves_the_gate_alone() {
+        let mut r = run(RestartMode::RestartAll, 0, 60);
+        r.at(0.0, decision(P, 1, Reason::Startup));
+        r.at(10.0, decision(S, 2, Reason::Switch));
+        let acts = r.tick(10.0);
+        assert_eq!(exits(&acts), [(2, S)]);
+        assert_eq!(
+            recorded(&acts),
+            [],
+            "the driver records `exited` once it can exit"
+        );
+        assert!(!opened(&acts), "no liveness coupling: {acts:?}");
+        // Had the process not exited, nothing more would be asked of it.
+        for s in 11..400 {
+            assert!(exits(&r.tick(s as f64)).is_empty(), "at {s}s");
+        }
+    }
+
+    #[test]
+    fn the_sidecar_after_its_exit_waits_for_the_new_worker_without_acting_again() {
+        // The old worker's acknowledgement (the primary) is still on file; the request says a
+        // restart onto generation 2 was asked for 4 s ago.
+        for (ack_generation, label) in [(2, "read before the republish"), (3, "read after")] {
+            let mut r = run(RestartMode::RestartAll, 0, 60);
+            requested(&mut r, 0.0, 2, S);
+            r.ack(4.0, 1, P);
+            let acts = r.at(4.0, decision(S, 3, Reason::Resumed));
+            assert_eq!(
+                acts,
+                [Action::Restarted {
+                    generation: 2,
+                    after: secs(4)
+                }],
+                "{label}"
+            );
+            assert_eq!(r.m.view().phase, Phase::Verifying);
+            assert!(!r.m.view().worker_on_current_decision);
+            for s in 4..10 {
+                assert!(r.tick(s as f64).is_empty(), "{label} at {s}s");
+            }
+            let acts = r.ack(10.0, ack_generation, S);
+            assert_eq!(recorded(&acts), [Outcome::Verified], "{label}");
+            assert!(r.m.view().worker_on_current_decision, "{label}");
+            assert_eq!(r.m.view().phase, Phase::Verified);
+            for s in 10..600 {
+                assert!(r.tick(s as f64).is_empty(), "{label} at {s}s");
+            }
+        }
+    }
+
+    #[test]
+    fn when_kubelet_restarts_only_the_sidecar_it_reports_unverified_and_never_exits_again() {
+        let mut r = run(RestartMode::RestartAll, 0, 60);
+        requested(&mut r, 0.0, 2, S);
+        r.ack(1.0, 1, P);
+        r.at(1.0, decision(S, 3, Reason::Resumed));
+        let mut outcomes = Vec::new();
+        for s in 1..3600 {
+            let acts = r.tick(s as f64);
+            assert!(exits(&acts).is_empty(), "at {s}s");
+            outcomes.extend(recorded(&acts).into_iter().map(|o| (s, o)));
+            // The old worker keeps acknowledging what it started on.
+            assert!(exits(&r.ack(s as f64, 1, P)).is_empty());
+        }
+        // --restart-verify-timeout (5m) after this sidecar started.
+        assert_eq!(outcomes, [(301, Outcome::Unverified)]);
+        assert!(!r.m.view().worker_on_current_decision);
+    }
+
+    #[test]
+    fn an_acknowledged_request_is_history_and_its_cooldown_still_holds() {
+        let mut r = run(RestartMode::RestartAll, 0, 60);
+        requested(&mut r, 0.0, 2, S);
+        // The new worker acknowledged before this sidecar (restarted on its own) started.
+        r.ack(20.0, 3, S);
+        assert!(r.at(20.0, decision(S, 4, Reason::Resumed)).is_empty());
+        assert!(r.m.view().worker_on_current_decision);
+        // A switch 30 s after the last exit waits for the end of the cooldown that exit began.
+        r.at(30.0, decision(P, 5, Reason::Switch));
+        assert_eq!(r.m.view().waiting_for, Some(Wait::Cooldown));
+        for s in 30..60 {
+            assert!(exits(&r.tick(s as f64)).is_empty(), "at {s}s");
+        }
+        assert_eq!(exits(&r.tick(60.0)), [(5, P)]);
+    }
+
+    #[test]
+    fn a_switch_left_unacted_by_a_crashed_sidecar_is_acted_on() {
+        // The request's restart was acknowledged; then a switch was published and the sidecar
+        // crashed (any other exit code: kubelet restarted only it) before acting.
+        let mut r = run(RestartMode::RestartAll, 0, 60);
+        requested(&mut r, 0.0, 2, S);
+        r.ack(100.0, 2, S);
+        r.at(100.0, decision(P, 4, Reason::Resumed));
+        assert_eq!(exits(&r.tick(100.0)), [(4, P)]);
+    }
+
+    #[test]
+    fn an_exit_whose_request_cannot_be_written_is_tried_again_after_the_cooldown() {
+        let mut r = run(RestartMode::RestartAll, 0, 60);
+        r.at(0.0, decision(P, 1, Reason::Startup));
+        r.at(10.0, decision(S, 2, Reason::Switch));
+        assert_eq!(exits(&r.tick(10.0)), [(2, S)]);
+        let acts = r.at(10.0, Event::ExitFailed);
+        assert_eq!(recorded(&acts), [Outcome::Unverified]);
+        assert!(!r.m.view().worker_on_current_decision);
+        for s in 10..70 {
+            assert!(exits(&r.tick(s as f64)).is_empty(), "at {s}s");
+        }
+        assert_eq!(exits(&r.tick(70.0)), [(2, S)]);
     }
 }

@@ -15,6 +15,7 @@ pub mod pacing;
 pub mod process;
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use serde::Serialize;
 use tokio::sync::watch;
@@ -87,6 +88,8 @@ pub struct Restarter {
     started: (Instant, jiff::Timestamp),
     /// The worker as its last acknowledgement names it, once the exec wrapper has written one.
     acked: Acked,
+    /// Restart-all mode: the code to exit with, once the restart request is written.
+    exit: Option<u8>,
 }
 
 /// Who the worker is, as far as acknowledgements tell.
@@ -109,6 +112,7 @@ impl Restarter {
             events: Sink::default(),
             started: (Instant::now(), jiff::Timestamp::now()),
             acked: Acked::Never,
+            exit: None,
         }
     }
 
@@ -123,14 +127,18 @@ impl Restarter {
         self.view.subscribe()
     }
 
-    /// Runs until `shutdown` turns true or the decisions end. A decision is acted on when its
-    /// generation is new; the rest of what the follower publishes is ignored.
+    /// Runs until `shutdown` turns true or the decisions end (`None`), or until the sidecar must
+    /// exit with the restart code (restart-all mode), which it returns. A decision is acted on
+    /// when its generation is new; the rest of what the follower publishes is ignored.
     pub async fn run(
         mut self,
         mut decisions: watch::Receiver<FollowerView>,
         mut shutdown: watch::Receiver<bool>,
-    ) {
+    ) -> Option<u8> {
         let mut last_generation = None;
+        if self.config.mode == RestartMode::RestartAll {
+            self.read_request(Instant::now());
+        }
         loop {
             let now = Instant::now();
             let published = decisions.borrow_and_update().published.clone();
@@ -148,13 +156,45 @@ impl Restarter {
                 self.feed(now, Event::Processes(found));
             }
             self.feed(now, Event::Tick);
+            if self.exit.is_some() {
+                return self.exit;
+            }
             let wake = self.machine.next_wake(Instant::now());
             tokio::select! {
-                _ = shutdown.changed() => return,
-                changed = decisions.changed() => if changed.is_err() { return },
+                _ = shutdown.changed() => return None,
+                changed = decisions.changed() => if changed.is_err() { return None },
                 _ = sleep_until(wake) => {}
             }
         }
+    }
+
+    /// The restart an earlier run asked for, placed on this run's clock.
+    fn read_request(&mut self, now: Instant) {
+        let Some(r) = handoff::read_restart_request(&self.handoff_dir) else {
+            return;
+        };
+        let age = match r.requested_at.parse::<jiff::Timestamp>() {
+            Ok(t) => jiff::Timestamp::now()
+                .duration_since(t)
+                .try_into()
+                .unwrap_or(Duration::ZERO),
+            Err(e) => {
+                tracing::warn!(requested_at = %r.requested_at, error = %e, "the last restart request has no valid time; taking it as none");
+                return;
+            }
+        };
+        // Older than a day: its cooldown and its verification are long over.
+        let at = now
+            .checked_sub(age.min(Duration::from_secs(86_400)))
+            .unwrap_or(now);
+        self.feed(
+            now,
+            Event::Requested(machine::Request {
+                generation: r.generation,
+                hub: r.hub,
+                at,
+            }),
+        );
     }
 
     /// The worker's processes. Once the exec wrapper has acknowledged a decision, the worker is
@@ -236,20 +276,42 @@ impl Restarter {
                 }
             }
             Action::Gate(gate) => self.view.send_modify(|v| set_gate(v, gate)),
-            Action::Record(outcome) => {
-                self.metrics
-                    .worker_restarts
-                    .with_label_values(&[self.config.mode.as_str(), outcome.as_str()])
-                    .inc();
-                self.events.send(Fact::Restart {
-                    outcome,
-                    mode: self.config.mode.as_str(),
-                    signal: self.config.signal.name,
-                    generation: self.machine.view().target_generation,
-                });
+            Action::Exit { generation, hub } => {
+                let code = self.config.exit_code.0;
+                let request = handoff::RestartRequest {
+                    generation,
+                    hub,
+                    requested_at: jiff::Timestamp::now().to_string(),
+                    exit_code: code,
+                };
+                if let Err(e) = handoff::write_restart_request(&self.handoff_dir, &request) {
+                    tracing::error!(dir = %self.handoff_dir.display(), error = %e, "cannot write the restart request, so not exiting: the next sidecar would not know the worker is restarting onto the new hub. Trying again after the cooldown");
+                    return Some(Event::ExitFailed);
+                }
+                tracing::info!(%hub, generation, exit_code = code, "exiting so that kubelet restarts every container of the pod onto the new hub");
+                self.record(Outcome::Exited);
+                self.exit = Some(code);
             }
+            Action::Restarted { generation, after } => {
+                self.events.send(Fact::AllRestarted { generation, after });
+            }
+            Action::Record(outcome) => self.record(outcome),
         }
         None
+    }
+
+    /// An outcome, counted and recorded as an Event.
+    fn record(&mut self, outcome: Outcome) {
+        self.metrics
+            .worker_restarts
+            .with_label_values(&[self.config.mode.as_str(), outcome.as_str()])
+            .inc();
+        self.events.send(Fact::Restart {
+            outcome,
+            mode: self.config.mode.as_str(),
+            signal: self.config.signal.name,
+            generation: self.machine.view().target_generation,
+        });
     }
 
     fn publish(&self) {
@@ -301,7 +363,6 @@ mod tests {
     use crate::state::Mode;
     use crate::testing::{handoff, restart_config, secs};
     use crate::verdict::HubId::{self, Primary as P, Secondary as S};
-    use std::time::Duration;
 
     /// Regression: the worker acknowledged a switch published while the restart for the one
     /// before it was under way; the restarter must know it runs on that newer decision.
@@ -349,5 +410,93 @@ mod tests {
             gate(),
             "the worker runs on the primary: a switch to the secondary must move it"
         );
+    }
+
+    /// Restart-all across the exit: the first sidecar writes the request and returns the exit
+    /// code; the next one, started on the same directory beside the old worker's stale
+    /// acknowledgement, waits for the new worker's instead of exiting again.
+    #[tokio::test(start_paused = true)]
+    async fn restart_all_exits_once_and_the_next_sidecar_waits_for_the_new_worker() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = restart_config(RestartMode::RestartAll);
+        config.jitter = Duration::ZERO;
+        let ack = |generation, hub| {
+            let ack = handoff::Ack {
+                generation,
+                pid: 42,
+                started_at: String::new(),
+                hub: Some(hub),
+            };
+            handoff::write_ack(dir.path(), &ack).unwrap();
+        };
+        let metrics = Metrics::new(&[P, S], "restart-all").unwrap();
+        let (decisions, rx) = watch::channel(FollowerView::new(Mode::Follow, 3, secs(60)));
+        let (_stop, stop) = watch::channel(false);
+        ack(1, P);
+        decisions.send_modify(|v| v.published = Some(handoff(P, 1, Reason::Startup)));
+        let first = tokio::spawn(
+            Restarter::new(config.clone(), dir.path().into(), metrics.clone())
+                .run(rx, stop.clone()),
+        );
+        tokio::time::sleep(secs(1)).await;
+        assert!(!first.is_finished(), "no exit at startup");
+        decisions.send_modify(|v| v.published = Some(handoff(S, 2, Reason::Switch)));
+        assert_eq!(first.await.unwrap(), Some(42));
+        let request = handoff::read_restart_request(dir.path()).expect("the request is written");
+        assert_eq!(
+            (request.generation, request.hub, request.exit_code),
+            (2, S, 42)
+        );
+        let exited = metrics
+            .worker_restarts
+            .with_label_values(&["restart-all", "exited"])
+            .get();
+        assert_eq!(exited, 1);
+
+        // The next sidecar: the old worker's acknowledgement is still on file.
+        let (decisions, rx) = watch::channel(FollowerView::new(Mode::Follow, 3, secs(60)));
+        decisions.send_modify(|v| v.published = Some(handoff(S, 3, Reason::Resumed)));
+        let restarter = Restarter::new(config.clone(), dir.path().into(), metrics.clone());
+        let view = restarter.subscribe();
+        let second = tokio::spawn(restarter.run(rx, stop.clone()));
+        tokio::time::sleep(secs(30)).await;
+        assert!(!second.is_finished(), "the next sidecar exited again");
+        assert_eq!(view.borrow().phase, Phase::Verifying);
+        ack(3, S);
+        tokio::time::sleep(secs(2)).await;
+        assert_eq!(view.borrow().phase, Phase::Verified);
+        assert!(view.borrow().worker_on_current_decision);
+        // A switch inside the cooldown the first sidecar began waits for its end (60s).
+        decisions.send_modify(|v| v.published = Some(handoff(P, 4, Reason::Switch)));
+        tokio::time::sleep(secs(5)).await;
+        assert_eq!(view.borrow().waiting_for, Some(pacing::Wait::Cooldown));
+        assert_eq!(second.await.unwrap(), Some(42));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn restart_all_does_not_exit_when_the_request_cannot_be_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let gone = dir.path().join("not-there");
+        let mut config = restart_config(RestartMode::RestartAll);
+        config.jitter = Duration::ZERO;
+        let metrics = Metrics::new(&[P, S], "restart-all").unwrap();
+        let (decisions, rx) = watch::channel(FollowerView::new(Mode::Follow, 3, secs(60)));
+        let (_stop, stop) = watch::channel(false);
+        let restarter = Restarter::new(config, gone, metrics.clone());
+        let view = restarter.subscribe();
+        let task = tokio::spawn(restarter.run(rx, stop));
+        decisions.send_modify(|v| v.published = Some(handoff(P, 1, Reason::Startup)));
+        tokio::time::sleep(secs(1)).await;
+        decisions.send_modify(|v| v.published = Some(handoff(S, 2, Reason::Switch)));
+        tokio::time::sleep(secs(1)).await;
+        assert!(!task.is_finished(), "exited without a request");
+        let count = |outcome| {
+            metrics
+                .worker_restarts
+                .with_label_values(&["restart-all", outcome])
+                .get()
+        };
+        assert_eq!((count("exited"), count("unverified")), (0, 1));
+        assert_eq!(view.borrow().waiting_for, Some(pacing::Wait::Cooldown));
     }
 }

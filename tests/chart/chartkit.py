@@ -58,7 +58,30 @@ PRE_SIDECAR_K8S = "1.27"
 RELEASE = "demo"
 NAMESPACE = "kubeslice-system"
 
-MODES = ("signal", "liveness", "none")
+MODES = ("signal", "liveness", "none", "restart-all")
+# restart-all's container restart rule (RestartAllContainers, KEP-5532) is new in
+# Kubernetes 1.35 and allowed only on a native sidecar: the chart refuses the mode below
+# 1.35 and with nativeSidecar: false. Matrices render it at this version.
+RESTART_ALL_K8S = "1.35"
+RESTART_ALL_BELOW_1_35 = "hubFollower.restart.mode: restart-all needs Kubernetes 1.35 or later"
+RESTART_ALL_REGULAR = "hubFollower.nativeSidecar: false does not go with hubFollower.restart.mode: restart-all"
+
+
+def at_least(kube: str, minimum: str) -> bool:
+    """kube (`1.33` or `1.33.0`) is minimum or later."""
+    return tuple(int(p) for p in kube.split(".")[:2]) >= tuple(int(p) for p in minimum.split(".")[:2])
+
+
+def refusal(mode: str, native: bool | None, kube: str) -> str | None:
+    """The start of the chart's message when it refuses this mode, nativeSidecar and
+    Kubernetes version; None when it renders. Only restart-all is refused for them."""
+    if mode != "restart-all":
+        return None
+    if not at_least(kube, RESTART_ALL_K8S):
+        return RESTART_ALL_BELOW_1_35
+    if native is False:
+        return RESTART_ALL_REGULAR
+    return None
 
 
 class StrictLoader(yaml.SafeLoader):

@@ -77,6 +77,17 @@ SCHEMA_CASES = [
     ("dashboard-label-invalid", hf(dashboard={"label": "grafana dashboard"}), "/dashboard/label", "pattern"),
     ("dashboard-namespace-invalid", hf(dashboard={"namespace": "Monitoring"}), "/dashboard/namespace", "pattern"),
     ("dashboard-annotation-number", hf(dashboard={"annotations": {"grafana_folder": 1}}), "/dashboard/annotations/grafana_folder", "want string"),
+    # restart.exitCode: 3 to 125, not 101. Refused in every mode, as the binary does.
+    ("exit-code-zero", hf(restart={"mode": "restart-all", "exitCode": 0}), "/restart/exitCode", "minimum: got 0, want 3"),
+    ("exit-code-one", hf(restart={"mode": "restart-all", "exitCode": 1}), "/restart/exitCode", "minimum: got 1, want 3"),
+    ("exit-code-two", hf(restart={"exitCode": 2}), "/restart/exitCode", "minimum: got 2, want 3"),
+    ("exit-code-panic", hf(restart={"mode": "restart-all", "exitCode": 101}), "/restart/exitCode", "got 101, want 100"),
+    ("exit-code-126", hf(restart={"mode": "restart-all", "exitCode": 126}), "/restart/exitCode", "maximum: got 126, want 125"),
+    ("exit-code-255", hf(restart={"exitCode": 255}), "/restart/exitCode", "maximum: got 255, want 125"),
+    ("exit-code-string", hf(restart={"mode": "restart-all", "exitCode": "42"}), "/restart/exitCode", "got string, want integer"),
+    ("exit-code-negative", hf(restart={"mode": "restart-all", "exitCode": -1}), "/restart/exitCode", "minimum: got -1, want 3"),
+    ("exit-code-fraction", hf(restart={"mode": "restart-all", "exitCode": 42.5}), "/restart/exitCode", "want integer"),
+    ("mode-restart-all-typo", hf(restart={"mode": "restartAll"}), "/restart/mode", "'restart-all'"),
 ]
 
 
@@ -186,6 +197,34 @@ def test_combinations_the_binary_refuses_fail_without_the_schema_too(tmp_path, v
     with helm.Chart.load(example) as unchecked:
         message = chartkit.render_error(unchecked, values)
     assert field in message and reason in message, message
+
+
+@pytest.fixture(scope="module")
+def unchecked_chart(tmp_path_factory):
+    """The example chart without the library's schema, as `--skip-schema-validation`
+    renders it."""
+    example = chartkit.prepare_charts(tmp_path_factory.mktemp("unchecked"), without_schema=True)
+    with helm.Chart.load(example) as unchecked:
+        yield unchecked
+
+
+@pytest.mark.parametrize("code", [0, 1, 2, 101, 126, 255, "42", -1, 42.5, True], ids=repr)
+@pytest.mark.parametrize("mode", ["restart-all", "signal"])
+def test_exit_code_is_checked_by_the_templates_without_the_schema_too(unchecked_chart, mode, code):
+    # The sidecar refuses these at start-up, and a code the sidecar or its runtime
+    # exits with for another reason would restart the whole pod.
+    values = hf(restart={"mode": mode, "exitCode": code})
+    message = chartkit.render_error(unchecked_chart, values, kube_version=f"{chartkit.RESTART_ALL_K8S}.0")
+    assert "hubFollower.restart.exitCode" in message, message
+    assert "must be a whole number from 3 to 125 other than 101" in message, message
+
+
+@pytest.mark.parametrize("code", [3, 100, 102, 125])
+def test_exit_codes_at_the_bounds_reach_the_rule_and_the_env(chart, code):
+    r = chartkit.render(chart, hf(restart={"mode": "restart-all", "exitCode": code}), kube_version=f"{chartkit.RESTART_ALL_K8S}.0")
+    assert r.sidecar["restartPolicyRules"][0]["exitCodes"]["values"] == [code]
+    assert chartkit.env(r.sidecar)["HUB_RESTART_EXIT_CODE"] == str(code)
+    chartkit.validate_k8s(r.deployment, chartkit.RESTART_ALL_K8S)
 
 
 @pytest.mark.parametrize(

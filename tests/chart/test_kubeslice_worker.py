@@ -4,7 +4,9 @@ The fixture gets hub-follower by the dependency, the wrap of its operator templa
 `hubFollower: {enabled: true, secondary: {endpoint, secretName}}` alone. Every restart
 mode, with and without the exec wrapper, with native, regular and unset nativeSidecar,
 is rendered by real Helm at Kubernetes 1.33 and 1.27 and compared with the fixture's
-own render (the same chart without hub-follower).
+own render (the same chart without hub-follower). restart-all, which needs 1.35 and a
+native sidecar, is rendered at 1.35 with nativeSidecar true and unset; its refusals at
+1.33, at 1.27 and with nativeSidecar false are checked on their own.
 """
 
 from __future__ import annotations
@@ -25,11 +27,17 @@ PRIMARY_DIR = "/var/run/secrets/kubernetes.io/hub-serviceaccount"
 COPIED = ("HUB_HOST_ENDPOINT", "HUB_PROJECT_NAMESPACE", "CLUSTER_NAME")
 
 # nativeSidecar: None leaves it unset (follows the cluster's version).
-K8S = {"1.33": (True, False, None), "1.27": (False, None)}
-COMBOS = [
+K8S = {"1.33": (True, False, None), "1.27": (False, None), chartkit.RESTART_ALL_K8S: (True, None)}
+ALL = [
     (kube, mode, native, wrapper)
     for kube, natives in K8S.items()
     for mode, native, wrapper in itertools.product(chartkit.MODES, natives, (True, False))
+]
+# restart-all at 1.35, every other mode at 1.33 and 1.27.
+COMBOS = [c for c in ALL if (c[1] == "restart-all") == (c[0] == chartkit.RESTART_ALL_K8S) and chartkit.refusal(*c[1:3], c[0]) is None]
+# Every restart-all combination the chart refuses: all below 1.35, and a regular sidecar.
+REFUSED = [c for c in ALL if c[1] == "restart-all" and chartkit.refusal(*c[1:3], c[0])] + [
+    (chartkit.RESTART_ALL_K8S, "restart-all", False, wrapper) for wrapper in (True, False)
 ]
 
 
@@ -63,6 +71,21 @@ def combo(request, worker_chart, plain_worker_chart):
     return kube, mode, native, wrapper, r, plain
 
 
+def test_restart_all_is_rendered_at_1_35_and_refused_elsewhere():
+    rendered_restart_all = {(k, n) for k, m, n, _ in COMBOS if m == "restart-all"}
+    assert rendered_restart_all == {("1.35", True), ("1.35", None)}
+    assert {(k, n) for k, _, n, _ in REFUSED} == {("1.33", True), ("1.33", False), ("1.33", None), ("1.27", False), ("1.27", None), ("1.35", False)}
+
+
+@pytest.mark.parametrize("c", REFUSED, ids=[combo_id(c) for c in REFUSED])
+def test_restart_all_refusals_name_the_value(worker_chart, c):
+    kube, mode, native, wrapper = c
+    message = chartkit.render_error(worker_chart, values(mode, native, wrapper), kube_version=f"{kube}.0")
+    assert chartkit.refusal(mode, native, kube) in message, message
+    if kube != chartkit.RESTART_ALL_K8S:
+        assert f"this render targets v{kube}.0; choose signal or liveness" in message, message
+
+
 def by_name(items) -> dict:
     return {i["name"]: i for i in items or []}
 
@@ -89,10 +112,11 @@ def test_strict_loader_refuses_a_duplicate_key():
 
 
 def test_sidecar_flavour_follows_the_cluster_version(combo):
-    kube, _, native, _, r, _ = combo
-    expected = native if native is not None else kube == "1.33"
+    kube, mode, native, _, r, _ = combo
+    expected = native if native is not None else chartkit.at_least(kube, "1.29")
     init_names = [c["name"] for c in r.init_containers]
     names = [c["name"] for c in r.containers]
+    assert ("restartPolicyRules" in r.sidecar) is (mode == "restart-all")
     if expected:
         assert "hub-follower" in init_names and r.sidecar["restartPolicy"] == "Always"
         assert names == ["kube-rbac-proxy", "manager"]

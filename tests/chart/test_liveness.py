@@ -115,7 +115,7 @@ def test_fail_for_too_short_for_the_probe_is_refused(chart):
     assert "at least 10s" in message
 
 
-@pytest.mark.parametrize("mode", ["signal", "none"])
+@pytest.mark.parametrize("mode", ["signal", "none", "restart-all"])
 def test_other_modes_keep_the_worker_s_own_probe(chart, mode):
     # In signal mode livenessFailFor bounds verification after not_found or
     # permission_denied, so the value reaches the sidecar there too.

@@ -25,8 +25,15 @@ import yaml
 import chartkit
 
 KUBE = "1.33.0"
+# restart-all needs 1.35 (and a native sidecar); it is rendered there.
+RESTART_ALL_KUBE = f"{chartkit.RESTART_ALL_K8S}.0"
 ON = {"hubFollower": {"enabled": True, "secondary": {"endpoint": "https://10.1.80.12:6443", "secretName": "kubeslice-hub-secondary"}}}
-COMBOS = list(itertools.product(chartkit.MODES, (True, False), (True, False)))
+COMBOS = [c for c in itertools.product(chartkit.MODES, (True, False), (True, False))
+          if chartkit.refusal(c[0], c[1], RESTART_ALL_KUBE) is None]
+
+
+def kube_for(mode: str) -> str:
+    return RESTART_ALL_KUBE if mode == "restart-all" else KUBE
 # Everything the wrap can add after the parent's documents, each named after the release.
 EXTRAS = {"hubFollower": {
     "metrics": {"podMonitor": {"enabled": True}, "prometheusRule": {"enabled": True}},
@@ -44,21 +51,52 @@ def docs(files: dict[str, str]) -> list[dict]:
     return chartkit.Rendered(files).docs
 
 
-def post_rendered(post_renderer_chart, plain_worker_chart, values: dict) -> list[dict]:
-    stream = chartkit.post_renderer_input(chartkit.render_files(plain_worker_chart, values, kube_version=KUBE))
-    return docs(chartkit.render_files(post_renderer_chart, dict(values, manifests=stream), kube_version=KUBE))
+def post_renderer_stream(plain_worker_chart, values: dict, kube: str = KUBE) -> str:
+    return chartkit.post_renderer_input(chartkit.render_files(plain_worker_chart, values, kube_version=kube))
+
+
+def post_rendered(post_renderer_chart, plain_worker_chart, values: dict, kube: str = KUBE) -> list[dict]:
+    stream = post_renderer_stream(plain_worker_chart, values, kube)
+    return docs(chartkit.render_files(post_renderer_chart, dict(values, manifests=stream), kube_version=kube))
 
 
 @pytest.mark.parametrize("combo", COMBOS, ids=[combo_id(c) for c in COMBOS])
 def test_output_equals_the_patched_charts(combo, post_renderer_chart, plain_worker_chart, worker_chart):
     mode, native, wrapper = combo
+    kube = kube_for(mode)
     values = chartkit.deep_merge(ON, chartkit.mode_values(mode, native, wrapper))
-    got = post_rendered(post_renderer_chart, plain_worker_chart, values)
-    expected = docs(chartkit.render_files(worker_chart, values, kube_version=KUBE))
+    got = post_rendered(post_renderer_chart, plain_worker_chart, values, kube)
+    expected = docs(chartkit.render_files(worker_chart, values, kube_version=kube))
     assert chartkit.as_multiset(got) == chartkit.as_multiset(expected)
     # Not equal by accident: the sidecar is there.
     assert any(c["name"] == "hub-follower" for d in got if d["kind"] == "Deployment"
                for c in d["spec"]["template"]["spec"].get("initContainers", []) + d["spec"]["template"]["spec"]["containers"])
+
+
+def test_restart_all_gets_its_rule_through_the_post_renderer(post_renderer_chart, plain_worker_chart):
+    values = chartkit.deep_merge(ON, {"hubFollower": {"restart": {"mode": "restart-all", "exitCode": 77}}})
+    got = post_rendered(post_renderer_chart, plain_worker_chart, values, RESTART_ALL_KUBE)
+    (deployment,) = [d for d in got if d["kind"] == "Deployment"]
+    (sidecar,) = [c for c in deployment["spec"]["template"]["spec"]["initContainers"] if c["name"] == "hub-follower"]
+    assert sidecar["restartPolicy"] == "Always"
+    assert sidecar["restartPolicyRules"] == [{"action": "RestartAllContainers", "exitCodes": {"operator": "In", "values": [77]}}]
+    for d in got:
+        chartkit.validate_k8s(d, chartkit.RESTART_ALL_K8S)
+
+
+@pytest.mark.parametrize("native,kube,refused", [
+    (None, KUBE, chartkit.RESTART_ALL_BELOW_1_35),
+    (False, RESTART_ALL_KUBE, chartkit.RESTART_ALL_REGULAR),
+], ids=["below-1.35", "regular-sidecar"])
+def test_restart_all_is_refused_by_the_post_renderer_as_by_the_patched_chart(post_renderer_chart, plain_worker_chart, worker_chart,
+                                                                            native, kube, refused):
+    values = chartkit.deep_merge(ON, chartkit.mode_values("restart-all", native, True))
+    if native is None:
+        del values["hubFollower"]["nativeSidecar"]
+    stream = post_renderer_stream(plain_worker_chart, values, kube)
+    message = chartkit.render_error(post_renderer_chart, dict(values, manifests=stream), kube_version=kube)
+    assert refused in message, message
+    assert refused in chartkit.render_error(worker_chart, values, kube_version=kube)
 
 
 def test_output_equals_the_patched_charts_with_every_extra_document(post_renderer_chart, plain_worker_chart, worker_chart):

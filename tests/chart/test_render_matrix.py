@@ -1,6 +1,8 @@
-"""The example chart rendered by real Helm in every restart mode, with the native
-sidecar on and off and the exec wrapper on and off; each result is validated against
-the Kubernetes schema and its pod structure is checked."""
+"""The example chart rendered by real Helm at Kubernetes 1.35 in every restart mode, with
+the native sidecar on and off and the exec wrapper on and off; each result is validated
+against the Kubernetes schema and its pod structure is checked. restart-all with a
+regular sidecar is the one combination the chart refuses, and that refusal is checked
+instead."""
 
 from __future__ import annotations
 
@@ -13,8 +15,18 @@ import pytest
 import chartkit
 from chartkit import env, mounts
 
-COMBOS = list(itertools.product(chartkit.MODES, (True, False), (True, False)))
-IDS = [f"{m}-{'native' if n else 'regular'}-{'wrapped' if w else 'bare'}" for m, n, w in COMBOS]
+KUBE = f"{chartkit.CURRENT_K8S}.0"
+ALL = list(itertools.product(chartkit.MODES, (True, False), (True, False)))
+COMBOS = [c for c in ALL if chartkit.refusal(c[0], c[1], KUBE) is None]
+REFUSED = [c for c in ALL if c not in COMBOS]
+
+
+def combo_id(c) -> str:
+    m, n, w = c
+    return f"{m}-{'native' if n else 'regular'}-{'wrapped' if w else 'bare'}"
+
+
+IDS = [combo_id(c) for c in COMBOS]
 
 PRIMARY_DIR = "/var/run/secrets/kubernetes.io/hub-serviceaccount"
 SECONDARY_DIR = "/var/run/secrets/kubernetes.io/hub-secondary-serviceaccount"
@@ -23,8 +35,18 @@ SECONDARY_DIR = "/var/run/secrets/kubernetes.io/hub-secondary-serviceaccount"
 @pytest.fixture(params=COMBOS, ids=IDS)
 def combo(request, chart):
     mode, native, wrapper = request.param
-    rendered = chartkit.render(chart, chartkit.mode_values(mode, native, wrapper))
+    rendered = chartkit.render(chart, chartkit.mode_values(mode, native, wrapper), kube_version=KUBE)
     return mode, native, wrapper, rendered
+
+
+def test_the_matrix_leaves_out_only_restart_all_on_a_regular_sidecar():
+    assert REFUSED == [("restart-all", False, True), ("restart-all", False, False)]
+
+
+@pytest.mark.parametrize("mode,native,wrapper", REFUSED, ids=[combo_id(c) for c in REFUSED])
+def test_refused_combinations_fail_naming_the_values(chart, mode, native, wrapper):
+    message = chartkit.render_error(chart, chartkit.mode_values(mode, native, wrapper), kube_version=KUBE)
+    assert chartkit.refusal(mode, native, KUBE) in message, message
 
 
 def test_every_manifest_is_valid_kubernetes(combo):
@@ -60,6 +82,8 @@ def test_sidecar_placement_and_probes(combo):
 
     assert probe(sidecar["livenessProbe"]) == ("/healthz", "hub-follower")
     assert probe(sidecar["readinessProbe"]) == ("/readyz", "hub-follower")
+    # The container restart rule is restart-all's, and only its.
+    assert ("restartPolicyRules" in sidecar) is (mode == "restart-all")
     if native:
         assert "hub-follower" in init_names and "hub-follower" not in names
         assert sidecar["restartPolicy"] == "Always"
@@ -294,10 +318,12 @@ def test_every_bare_log_level_reaches_rust_log(chart, level):
 SINGLE_HUB = {"endpoint": "", "secretName": "", "tlsServerName": ""}
 
 
-@pytest.mark.parametrize("mode", chartkit.MODES)
-@pytest.mark.parametrize("native,wrapper", [(True, True), (False, False)])
+SINGLE_HUB_COMBOS = [c for c in COMBOS if c[1:] in ((True, True), (False, False))]
+
+
+@pytest.mark.parametrize("mode,native,wrapper", SINGLE_HUB_COMBOS, ids=[combo_id(c) for c in SINGLE_HUB_COMBOS])
 def test_single_hub_mode_has_no_secondary_anywhere(chart, mode, native, wrapper):
-    r = chartkit.render(chart, chartkit.mode_values(mode, native, wrapper, secondary=SINGLE_HUB))
+    r = chartkit.render(chart, chartkit.mode_values(mode, native, wrapper, secondary=SINGLE_HUB), kube_version=KUBE)
     chartkit.validate_k8s(r.deployment)
     sidecar_env = env(r.sidecar)
     # No HUB_SECONDARY_HOST_ENDPOINT at all is what puts the binary in single-hub mode.

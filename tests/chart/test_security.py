@@ -40,7 +40,7 @@ def test_the_workers_own_uid_wins_over_worker_uid(chart):
     assert ctx["runAsUser"] == r.worker["securityContext"]["runAsUser"] == 65532
 
 
-@pytest.mark.parametrize("mode", ["liveness", "none"])
+@pytest.mark.parametrize("mode", ["liveness", "none", "restart-all"])
 def test_worker_uid_is_left_alone_outside_signal_mode(worker_chart, mode):
     r, _ = fixture_sc(worker_chart, restart={"mode": mode, "workerUID": 1001})
     assert r.worker["securityContext"] == {"allowPrivilegeEscalation": False}
@@ -61,7 +61,7 @@ def test_root_worker_is_followed_by_uid_not_by_capability(worker_chart):
     assert ctx["capabilities"] == {"drop": ["ALL"]}
 
 
-@pytest.mark.parametrize("mode", ["liveness", "none"])
+@pytest.mark.parametrize("mode", ["liveness", "none", "restart-all"])
 def test_other_modes_never_get_kill_nor_the_worker_uid(chart, mode):
     r, ctx = sc(chart, restart={"mode": mode, "workerUID": 1001})
     assert ctx["runAsUser"] == 65532

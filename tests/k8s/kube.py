@@ -22,6 +22,7 @@ import subprocess
 import tarfile
 import hashlib
 import io
+import re
 import time
 import urllib.request
 from dataclasses import dataclass, field
@@ -35,6 +36,13 @@ NODE_IP = os.environ.get("HUB_K8S_NODE_IP", "10.213.0.2")
 NODE_NAME = "hf-node"
 # Copies instead of overlay mounts: slower for big images, and these are a few MiB.
 SNAPSHOTTER = "native"
+# Restart-all mode's rule (KEP-5532, alpha in 1.35) needs its gate on both the API server and
+# the kubelet, and that gate needs NodeDeclaredFeatures: the API server refuses to start, and
+# the kubelet panics, without it.
+GATES = ("RestartAllContainersOnContainerExits", "NodeDeclaredFeatures")
+# The Kubernetes the suite builds (go.mod), as charts are rendered for it: "1.35".
+KUBE_VERSION = ".".join(re.search(r"^require k8s.io/kubernetes v(\d+)\.(\d+)\.", (REPO / "tests/k8s/go.mod").read_text(), re.M).groups())
+FEATURE_GATES = ",".join(f"{g}=true" for g in GATES)
 
 # The upstream worker-operator's Go module (tests/k8s/worker/go.mod) ships the CRDs it needs:
 # config/crd/bases (networking.kubeslice.io) for its own cluster, tests/files/crd for a hub.
@@ -137,6 +145,11 @@ def wait_for(what: str, check: Callable[[], Any], timeout: float, every: float =
             last_error = e
         time.sleep(every)
     raise TimeoutError(f"timed out after {timeout}s waiting for {what}" + (f" (last error: {last_error})" if last_error else ""))
+
+
+def collapse(reasons: list[str]) -> list[str]:
+    """Runs of one Event reason as one: a story's steps, however many Events each took."""
+    return [r for i, r in enumerate(reasons) if i == 0 or reasons[i - 1] != r]
 
 
 def now_rfc3339() -> str:
@@ -299,6 +312,8 @@ class ControlPlane:
             f"--kubelet-certificate-authority={self.pki.ca_crt}",
             f"--kubelet-client-certificate={self.admin[0]}", f"--kubelet-client-key={self.admin[1]}",
             "--profiling=false", "--v=1",
+            # KEP-5532 (alpha in 1.35): container restart rules may restart every container.
+            f"--feature-gates={FEATURE_GATES}",
             f"--audit-policy-file={self.root / 'audit-policy.json'}", f"--audit-log-path={self.audit_log}",
             "--audit-log-mode=blocking", "--audit-log-format=json",
         ]
@@ -577,6 +592,7 @@ state = "{c / 'state'}"
             "syncFrequency": "5s", "fileCheckFrequency": "5s", "nodeStatusUpdateFrequency": "5s",
             "serializeImagePulls": False, "resolvConf": "/etc/resolv.conf",
             "failCgroupV1": False,
+            "featureGates": dict.fromkeys(GATES, True),
             "podLogsDir": str(self.root / "pod-logs"),
         }
         (k / "config.json").write_text(json.dumps(config))

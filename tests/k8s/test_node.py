@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from follower import binary
-from kube import IMAGES, NODE_NAME, REPO, ControlPlane, Node, b64, oci_archive, wait_for
+from kube import IMAGES, KUBE_VERSION, NODE_NAME, REPO, ControlPlane, Node, b64, collapse, oci_archive, wait_for
 
 sys.path.insert(0, str(REPO / "tests" / "chart"))
 import chartkit  # noqa: E402
@@ -97,7 +97,7 @@ class Pod:
                             "secondary": {"endpoint": b.cp.endpoint},
                             "restart": {"mode": mode}, "nativeSidecar": native, **(extra or {})},
         }
-        rendered = chartkit.render(chart, values, kube_version="1.34")
+        rendered = chartkit.render(chart, values, kube_version=KUBE_VERSION)
         template = rendered.deployment["spec"]["template"]
         spec = copy.deepcopy(template["spec"])
         spec.update(nodeName=NODE_NAME, hostNetwork=True, dnsPolicy="Default")
@@ -256,7 +256,7 @@ def test_a_promotion_moves_the_worker_exactly_once_and_leaves_the_sidecar_alone(
     # The story, on the pod, in order; `kubectl describe pod` shows it.
     story = ["HubSwitchPending", "HubSwitched", "WorkerRestarting"] + ([] if mode == "none" else ["WorkerRestarted"])
     reasons = wait_for("the Events on the pod", lambda: (r := [e["reason"] for e in pod.recorded()]) and all(x in r for x in story) and r, 30)
-    assert [r for r in reasons if r in story] == story, reasons
+    assert collapse([r for r in reasons if r in story]) == story, reasons
     uid = pod.get()["metadata"]["uid"]
     assert all(e["regarding"]["uid"] == uid for e in pod.recorded())
     described = pod.describe()
@@ -300,7 +300,7 @@ def test_a_native_sidecar_holds_the_worker_until_its_readyz_answers(deploy, hubs
 ACTED = {"signal": "signalled the worker", "liveness": "failing /worker/livez so that kubelet restarts the worker"}
 
 
-@pytest.mark.parametrize("mode", ["signal", "liveness"])
+@pytest.mark.parametrize("mode", ["signal", "liveness", "restart-all"])
 def test_failover_latency_on_the_real_node(deploy, hubs, mode):
     """Promotion -> worker running on the new hub, at the chart's default timing. Each sample
     is a fresh pod, so each restart is its container's first: kubelet's back-off, which
@@ -310,13 +310,19 @@ def test_failover_latency_on_the_real_node(deploy, hubs, mode):
     for i in range(5):
         for hub in hubs:
             hub.claim(a.cp.endpoint, A_ID, LONG_AGO)
-        pod = deploy(mode, i % 2 == 0)
+        # restart-all exists only on a native sidecar; the others alternate.
+        pod = deploy(mode, mode == "restart-all" or i % 2 == 0)
         t0 = time.time()
         b.claim(b.cp.endpoint, B_ID)
         wait_for("the worker on B", lambda: pod.worker_hub() == b.cp.endpoint, 120, every=0.1)
         started = pod.worker_started_at()
-        handoff = decided_at(pod)
-        acted = logged_at(pod, ACTED[mode])
+        if mode == "restart-all":
+            # The sidecar that decided is gone with its log; its Events stay.
+            handoff = recorded_at(pod, "HubSwitched")
+            acted = recorded_at(pod, "WorkerRestarting", "the sidecar exits")
+        else:
+            handoff = decided_at(pod)
+            acted = logged_at(pod, ACTED[mode])
         samples.append({"total": started - t0, "decision": handoff - t0, "jitter": acted - handoff,
                         "kubelet": started - acted})
         if mode == "liveness":
@@ -361,6 +367,16 @@ def test_liveness_mode_restarts_a_hung_worker_through_its_own_probe(deploy, hubs
     assert pod.restarts("manager") == 1
 
 
+def recorded_at(pod: Pod, reason: str, needle: str = "") -> float:
+    """When hub-follower recorded its first Event of `reason` whose note has `needle`."""
+    def find():
+        for e in notes(pod, reason):
+            if needle in e.get("note", ""):
+                return datetime.fromisoformat(e["eventTime"].replace("Z", "+00:00")).timestamp()
+        return None
+    return wait_for(f"a {reason} Event on {pod.name}", find, 30)
+
+
 def decided_at(pod: Pod) -> float:
     """When the sidecar logged the published switch (kubelet's timestamp of the line)."""
     return logged_at(pod, "published the active hub", '"reason":"switch"')
@@ -372,3 +388,147 @@ def logged_at(pod: Pod, *needles: str) -> float:
         if all(n in rest for n in needles):
             return parse_time(stamp)
     raise AssertionError(f"no {needles} in the sidecar's log:\n" + "\n".join(pod.logs("hub-follower")[-20:]))
+
+
+# Restart-all mode (KEP-5532): the sidecar exits with the restart code and kubelet restarts
+# every container of the pod in place. Needs the RestartAllContainersOnContainerExits gate on
+# the API server and the kubelet (kube.py turns it on).
+
+RESTART_ALL = "restart-all"
+
+
+def sandboxes(pod: Pod) -> list[str]:
+    """The pod's sandbox containers in containerd: one, the same one, for as long as the pod
+    keeps its sandbox, its network and its volumes."""
+    uid = pod.get()["metadata"]["uid"]
+    out = subprocess.run(["ctr", "--address", str(NODE_SOCK[0]), "-n", "k8s.io", "containers", "ls", "-q",
+                          f'labels."io.kubernetes.pod.uid"=={uid},labels."io.cri-containerd.kind"==sandbox'],
+                         capture_output=True, text=True, check=True).stdout
+    return sorted(out.split())
+
+
+def restart_counts(pod: Pod) -> dict[str, int]:
+    status = pod.get()["status"]
+    return {c["name"]: c.get("restartCount", 0) for c in status.get("initContainerStatuses", []) + status.get("containerStatuses", [])}
+
+
+def notes(pod: Pod, reason: str) -> list[dict[str, Any]]:
+    """hub-follower's Events of `reason` on this pod: by UID, since earlier tests' pods had
+    the same name."""
+    uid = pod.get()["metadata"]["uid"]
+    return [e for e in pod.recorded() if e["reason"] == reason and e["regarding"].get("uid") == uid]
+
+
+def metric(name: str, **labels: str) -> float:
+    """One sample of the sidecar's /metrics (host network: the pod's port on 127.0.0.1). A
+    missing sample is a failure, not a zero."""
+    import urllib.request
+    text = urllib.request.urlopen("http://127.0.0.1:8095/metrics", timeout=5).read().decode()
+    want = ",".join(f'{k}="{v}"' for k, v in sorted(labels.items()))
+    for line in text.splitlines():
+        if line.startswith(name + "{"):
+            got = ",".join(sorted(line[len(name) + 1:line.index("}")].split(",")))
+            if got == want:
+                return float(line.rsplit(" ", 1)[1])
+    raise AssertionError(f"no {name}{{{want}}} in /metrics")
+
+
+def test_restart_all_restarts_every_container_once_in_place_and_the_sidecar_resumes_without_acting(deploy, hubs):
+    a, b = hubs
+    pod = deploy(RESTART_ALL, True)
+    assert pod.worker_hub() == a.cp.endpoint
+    spec = pod.manifest["spec"]
+    assert "shareProcessNamespace" not in spec
+    sidecar = next(c for c in spec["initContainers"] if c["name"] == "hub-follower")
+    assert sidecar["restartPolicyRules"] == [{"action": "RestartAllContainers", "exitCodes": {"operator": "In", "values": [42]}}]
+    worker = next(c for c in spec["containers"] if c["name"] == "manager")
+    assert "/worker/livez" not in json.dumps(worker.get("livenessProbe", {}))
+    sandbox = sandboxes(pod)
+    assert len(sandbox) == 1, sandbox
+    before = restart_counts(pod)
+    assert set(before.values()) == {0}, before
+
+    b.claim(b.cp.endpoint, B_ID)
+    wait_for("the worker on B", lambda: pod.worker_hub() == b.cp.endpoint, 120, every=0.5)
+    wait_for("the pod ready again", pod.ready, 60, every=0.5)
+    wait_for("the new sidecar verified the worker",
+             lambda: any("the worker acknowledged the current decision" in l for l in pod.logs("hub-follower")), 60)
+    time.sleep(10)  # long enough for a second, wrong restart to show
+    # Every container, init containers included, exactly once; the sandbox is the same one.
+    assert restart_counts(pod) == {name: 1 for name in before}, restart_counts(pod)
+    assert sandboxes(pod) == sandbox
+    log = pod.logs("hub-follower")
+    # The emptyDir survived: the new sidecar read the restart request and resumed the decision.
+    assert any("started after this sidecar exited to restart every container" in l for l in log), log[-20:]
+    assert any("published the active hub" in l and '"reason":"resumed"' in l for l in log), log[-20:]
+    assert not any("exiting so that kubelet restarts every container" in l for l in log), "the new sidecar acted again"
+    assert metric("kubeslice_worker_hub_worker_restarts_total", mode=RESTART_ALL, outcome="verified") == 1
+    assert pod.events("BackOff") == []
+    story = ["HubSwitchPending", "HubSwitched", "WorkerRestarting", "WorkerRestarted"]
+    uid = pod.get()["metadata"]["uid"]
+    reasons = wait_for("the Events on the pod", lambda: (r := [e["reason"] for e in pod.recorded() if e["regarding"].get("uid") == uid])
+                       and all(x in r for x in story) and r, 30)
+    assert collapse([r for r in reasons if r in story]) == story, reasons
+    restarting = [e["note"] for e in notes(pod, "WorkerRestarting")]
+    assert len(restarting) == 2, restarting
+    assert "the sidecar exits so that kubelet restarts every container" in restarting[0], restarting
+    assert "kubelet restarted the pod's containers" in restarting[1], restarting
+    (REPO / "target" / "k8s" / "describe-restart-all-native.txt").write_text(pod.describe())
+
+
+def test_restart_all_two_promotions_close_together_restart_at_most_once_per_cooldown(deploy, hubs):
+    a, b = hubs
+    cooldown = 30
+    pod = deploy(RESTART_ALL, True, extra={"restart": {"mode": RESTART_ALL, "jitter": "0s", "cooldown": f"{cooldown}s"}})
+    b.claim(b.cp.endpoint, B_ID)
+    wait_for("the worker on B", lambda: pod.worker_hub() == b.cp.endpoint, 120, every=0.5)
+    # A promoted back at once: the sidecar that started after the first exit must wait out the
+    # cooldown that exit began, although it is a new process.
+    for hub in hubs:
+        hub.claim(a.cp.endpoint, A_ID)
+    wait_for("the worker back on A", lambda: pod.worker_hub() == a.cp.endpoint, 180, every=0.5)
+    wait_for("the pod ready again", pod.ready, 60, every=0.5)
+    time.sleep(10)
+    assert pod.restarts("manager") == 2
+    exits = [datetime.fromisoformat(e["eventTime"].replace("Z", "+00:00")).timestamp()
+             for e in notes(pod, "WorkerRestarting") if "the sidecar exits" in e["note"]]
+    assert len(exits) == 2, notes(pod, "WorkerRestarting")
+    assert exits[1] - exits[0] >= cooldown - 0.5, exits
+
+
+def test_restart_all_other_exits_restart_only_the_sidecar_and_a_switch_during_its_back_off_is_followed(deploy, hubs):
+    a, b = hubs
+    pod = deploy(RESTART_ALL, True)
+    sidecar = lambda: pod.container("hub-follower")  # noqa: E731
+    # Exit 0 (SIGTERM, an orderly stop), then 137 (SIGKILL): not the rule's code.
+    subprocess.run(["kill", "-TERM", str(pod.sidecar_pid())], check=True)
+    wait_for("the sidecar back after its exit 0", lambda: pod.restarts("hub-follower") == 1 and "running" in sidecar().get("state", {}), 60, every=0.2)
+    assert sidecar()["lastState"]["terminated"]["exitCode"] == 0, sidecar()
+    subprocess.run(["kill", "-KILL", str(pod.sidecar_pid())], check=True)
+    # A second exit within seconds: kubelet backs off before it starts the sidecar again.
+    wait_for("the sidecar in back-off", lambda: sidecar().get("state", {}).get("waiting", {}).get("reason") == "CrashLoopBackOff", 30, every=0.1)
+    assert sidecar()["lastState"]["terminated"]["exitCode"] == 137, sidecar()
+    assert pod.restarts("manager") == 0
+    assert pod.worker_hub() == a.cp.endpoint
+    # The promotion comes while no sidecar runs.
+    b.claim(b.cp.endpoint, B_ID)
+    promoted = time.time()
+    wait_for("the sidecar back from its back-off", lambda: "running" in sidecar().get("state", {}), 120, every=0.1)
+    down = time.time() - promoted
+    wait_for("the worker on B", lambda: pod.worker_hub() == b.cp.endpoint, 240, every=0.5)
+    wait_for("the pod ready again", pod.ready, 60, every=0.5)
+    time.sleep(10)
+    assert pod.restarts("manager") == 1
+    on_b = pod.worker_started_at() - promoted
+    # Reported: the switch says how old the claim it followed was, the time the sidecar was
+    # not running included; the restarted sidecar says how long kubelet took after its exit.
+    switched = notes(pod, "HubSwitched")
+    assert len(switched) == 1, switched
+    age = float(switched[0]["note"].split("its claim was written ")[1].split("s before")[0])
+    assert down - 0.5 <= age <= on_b, (down, age, on_b, switched[0]["note"])
+    reported = [e for e in notes(pod, "WorkerRestarting") if "kubelet restarted the pod's containers" in e["note"]]
+    assert len(reported) == 1, notes(pod, "WorkerRestarting")
+    print(f"promotion during the sidecar's back-off: it was down {down:.1f}s more; worker on B after {on_b:.1f}s; "
+          f"the switch: {switched[0]['note']}; {reported[0]['type']}: {reported[0]['note']}")
+    wait_for("the new sidecar verified the worker",
+             lambda: any("the worker acknowledged the current decision" in l for l in pod.logs("hub-follower")), 60)

@@ -33,7 +33,7 @@ from typing import Any, Callable
 
 import pytest
 
-from kube import BIN, IMAGES, NODE_NAME, REPO, ControlPlane, Hub, Node, b64, oci_archive, wait_for, worker_cluster_crds
+from kube import BIN, IMAGES, KUBE_VERSION, NODE_NAME, REPO, ControlPlane, Hub, Node, b64, oci_archive, wait_for, worker_cluster_crds
 from test_node import IMAGE_REPO, NODE_SOCK, NS, PAUSE, Pod, build_images
 
 sys.path.insert(0, str(REPO / "tests" / "chart"))
@@ -120,7 +120,7 @@ class RealWorkerPod(Pod):
                             "secondary": {"endpoint": b.cp.endpoint, "secretName": secondary_secret},
                             "restart": {"mode": "signal"}, "nativeSidecar": True, "execWrapper": True},
         }
-        rendered = chartkit.render(chart, values, kube_version="1.34")
+        rendered = chartkit.render(chart, values, kube_version=KUBE_VERSION)
         template = rendered.deployment["spec"]["template"]
         spec = json.loads(json.dumps(template["spec"]))
         spec.update(nodeName=NODE_NAME, hostNetwork=True, dnsPolicy="Default")

@@ -49,11 +49,27 @@ true
 {{/* "true" when the sidecar is a native sidecar (an init container with
 `restartPolicy: Always`, Kubernetes 1.29+). nativeSidecar unset (null) follows the
 cluster's version; true below 1.29 fails, because the API server would drop the
-field and run the sidecar as an init container that never ends. */}}
+field and run the sidecar as an init container that never ends.
+
+restart.mode=restart-all is checked here, before anything else renders, because it
+decides the flavour: its RestartAllContainers rule (KEP-5532) is a field of Kubernetes
+1.35 and is allowed only on a native sidecar. Below 1.35 an API server would refuse
+the rule (1.34 knows restartPolicyRules, but not on a sidecar and not this action) or
+drop it; on a regular container it is refused as well. Either way the sidecar would
+exit after a switch and be restarted alone, which looks like a crash loop and restarts
+nothing else. */}}
 {{- define "hub-follower.native" -}}
 {{- $set := .Values.hubFollower.nativeSidecar -}}
 {{- $kube := .Capabilities.KubeVersion.Version -}}
 {{- $supported := semverCompare ">=1.29.0-0" $kube -}}
+{{- if eq (toString .Values.hubFollower.restart.mode) "restart-all" -}}
+{{- if not (semverCompare ">=1.35.0-0" $kube) -}}
+{{- fail (printf "hubFollower.restart.mode: restart-all needs Kubernetes 1.35 or later with the RestartAllContainersOnContainerExits feature gate (alpha in 1.35; it needs NodeDeclaredFeatures too) on kube-apiserver and kubelet, and this render targets %s; choose signal or liveness" $kube) -}}
+{{- end -}}
+{{- if and (kindIs "bool" $set) (not $set) -}}
+{{- fail "hubFollower.nativeSidecar: false does not go with hubFollower.restart.mode: restart-all; its RestartAllContainers rule is allowed only on a native sidecar (an init container with restartPolicy: Always). Leave nativeSidecar unset or set it to true, or choose another restart.mode" -}}
+{{- end -}}
+{{- end -}}
 {{- if kindIs "invalid" $set -}}
 {{- if $supported }}true{{ end -}}
 {{- else if $set -}}
@@ -97,7 +113,8 @@ same pattern; this check also covers `--skip-schema-validation`.
 
 {{/* The sidecar's UID (takes $c): securityContext.runAsUser when set; otherwise the worker's UID
 in signal mode (same-UID processes may signal each other without a capability) and
-65532 (distroless "nonroot") in the other modes. */}}
+65532 (distroless "nonroot") in the other modes: liveness, none and restart-all act on
+the worker through the kubelet, not through its processes. */}}
 {{- define "hub-follower.sidecarUID" -}}
 {{- $hf := .hf -}}
 {{- $set := $hf.securityContext.runAsUser -}}
@@ -315,6 +332,16 @@ off); here they fail before a pod crash-loops. */ -}}
 {{- fail (printf "hubFollower.port: %d is already used by the worker (hubFollower.workerPorts); pick another port, e.g. 8095" ($hf.port | int64)) -}}
 {{- end -}}
 {{- end -}}
+{{- /* The code the sidecar exits with in restart-all mode, matched by the sidecar's
+RestartAllContainers rule. Checked in every mode, as the schema does (this also covers
+--skip-schema-validation). It must not be a code the sidecar or its runtime exits with
+for another reason, or that exit would restart the whole pod: 0 (a clean stop), 1 and
+2 (the sidecar's own failures), 101 (a Rust panic), 126 and above (reserved by
+shells, and 128+N for a death by signal N). */ -}}
+{{- $code := $hf.restart.exitCode -}}
+{{- if or (kindIs "string" $code) (not (regexMatch "^[0-9]+$" (toString $code))) (lt ($code | int64) 3) (gt ($code | int64) 125) (eq ($code | int64) 101) -}}
+{{- fail (printf "hubFollower.restart.exitCode: %s must be a whole number from 3 to 125 other than 101 (0, 1 and 2 are the sidecar's own exits, 101 a Rust panic, 126 and above the shell's and deaths by a signal), e.g. 42" (toJson $code)) -}}
+{{- end -}}
 {{- $uid := include "hub-follower.sidecarUID" . | int64 -}}
 {{- if eq $hf.restart.mode "signal" -}}
 {{- if and (ne $uid (.workerUID | int64)) (ne $uid 0) -}}
@@ -463,6 +490,10 @@ Takes $c. */}}
   value: {{ $hf.logLevel | quote }}
 - name: HUB_RESTART_MODE
   value: {{ $hf.restart.mode | quote }}
+{{- if eq $hf.restart.mode "restart-all" }}
+- name: HUB_RESTART_EXIT_CODE
+  value: {{ $hf.restart.exitCode | int64 | quote }}
+{{- end }}
 {{- if eq $hf.restart.mode "signal" }}
 - name: HUB_WORKER_PROCESS
   value: {{ $hf.restart.workerProcess | quote }}
@@ -514,6 +545,18 @@ image: {{ include "hub-follower.image" $root | quote }}
 imagePullPolicy: {{ $hf.image.pullPolicy }}
 {{- if .native }}
 restartPolicy: Always
+{{- /* restart-all: the sidecar exits with restart.exitCode after a confirmed switch,
+and this rule has the kubelet restart every container of the pod in place (sandbox, IP
+and emptyDirs kept; init containers run again). Any other exit restarts the sidecar
+alone, as restartPolicy: Always does. hub-follower.native made sure the sidecar is
+native here. */}}
+{{- if eq $hf.restart.mode "restart-all" }}
+restartPolicyRules:
+  - action: RestartAllContainers
+    exitCodes:
+      operator: In
+      values: [{{ $hf.restart.exitCode | int64 }}]
+{{- end }}
 {{- end }}
 env:
   {{- include "hub-follower.sidecarEnv" . | nindent 2 }}

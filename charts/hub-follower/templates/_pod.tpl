@@ -27,7 +27,8 @@ the handoff, secondary-credential and binary volumes and the worker's mounts of 
 HUB_HANDOFF_DIR in the worker's env, the exec wrapper around the worker's command, the
 /worker/livez livenessProbe with the worker's own probe handed to the sidecar
 (liveness mode), shareProcessNamespace and the worker's
-runAsUser (signal mode), and pod annotations that are not there yet. The sidecar's
+runAsUser (signal mode), the sidecar's RestartAllContainers rule (restart-all mode,
+which changes nothing else of the worker), and pod annotations that are not there yet. The sidecar's
 HUB_HOST_ENDPOINT, HUB_PROJECT_NAMESPACE, CLUSTER_NAME, HUB_TOKEN_FILE and HUB_CA_FILE
 are the worker's own env entries, copied as they are, unless hubFollower.* sets them;
 it mounts the worker's own volume that holds the token file, at the same path.
@@ -400,6 +401,10 @@ hub-follower is on: restart mode {{ $hf.restart.mode }}, {{ if $native }}native 
   WARNING: execWrapper=false is only for a worker that reads the handoff files
   ({{ $hf.handoff.dir }}/active-hub.json) itself; today's worker-operator doesn't: it reads
   HUB_HOST_ENDPOINT from its env, so after a switch it reconnects to the old hub.
+{{- if eq $hf.restart.mode "restart-all" }}
+  In restart-all mode the kubelet restarts every container after a switch, the worker
+  too, and it comes back on the old hub.
+{{- end }}
 {{- if not $native }}
   With a regular sidecar container too, nothing holds the worker back until the first
   decision is published: the worker must itself wait for {{ $hf.handoff.dir }}/active-hub.json.
@@ -408,6 +413,14 @@ hub-follower is on: restart mode {{ $hf.restart.mode }}, {{ if $native }}native 
 {{- if eq $hf.restart.mode "none" }}
   restart.mode=none: after a switch the worker keeps its old hub until something else
   restarts it (kubeslice_worker_hub_worker_on_current_decision shows when).
+{{- end }}
+{{- if eq $hf.restart.mode "restart-all" }}
+  restart.mode=restart-all: after a switch the sidecar exits {{ $hf.restart.exitCode | int64 }} and the kubelet
+  restarts every container of the pod in place. This relies on the alpha feature gate
+  RestartAllContainersOnContainerExits (with NodeDeclaredFeatures) on kube-apiserver and
+  on the worker's kubelet. A kube-apiserver without it refuses the Deployment; a kubelet
+  without it treats the exit as an ordinary sidecar crash: only the sidecar restarts,
+  and it then reports the worker `unverified` and does not exit again.
 {{- end }}
 {{- if and $hf.metrics.scrapeAnnotations (not $hf.metrics.podMonitor.enabled) }}
   Metrics: the sidecar's prometheus.io annotations are added only to a pod that has

@@ -78,9 +78,16 @@ impl Machine {
             tracing::info!("the worker restarted");
             self.finish(now, Some(Outcome::Verified), true, None);
         } else if now >= until {
-            if self.config.mode != RestartMode::None {
-                tracing::warn!("could not verify that the worker restarted onto the new hub");
-                self.record(Outcome::Unverified);
+            match self.config.mode {
+                RestartMode::None => {}
+                RestartMode::RestartAll => {
+                    tracing::warn!(exit_code = self.config.exit_code.0, "the worker did not acknowledge the new hub after the sidecar exited to restart every container. If kubelet restarted only the sidecar, the pod lacks the restartPolicyRules, or the RestartAllContainersOnContainerExits feature gate is off on the API server or the kubelet. Not exiting again for this decision");
+                    self.record(Outcome::Unverified);
+                }
+                RestartMode::Signal | RestartMode::Liveness => {
+                    tracing::warn!("could not verify that the worker restarted onto the new hub");
+                    self.record(Outcome::Unverified);
+                }
             }
             self.finish(now, None, false, None);
         } else {
@@ -138,7 +145,7 @@ impl Machine {
         if self.acting.is_some() {
             let outcome = match self.config.mode {
                 RestartMode::Liveness => Some(Outcome::GateCleared),
-                RestartMode::Signal => Some(Outcome::Verified),
+                RestartMode::Signal | RestartMode::RestartAll => Some(Outcome::Verified),
                 RestartMode::None => None,
             };
             // The worker says which decision it started on: a switch published while the action

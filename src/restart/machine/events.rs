@@ -1,5 +1,7 @@
 //! What goes into the machine and what comes out.
 
+use std::time::Duration;
+
 use serde::Serialize;
 use tokio::time::Instant;
 
@@ -24,9 +26,23 @@ pub struct Ack {
     pub hub: Option<HubId>,
 }
 
+/// Restart-all mode: the restart an earlier run of the sidecar asked kubelet for, by exiting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Request {
+    /// The decision it was for.
+    pub generation: u64,
+    pub hub: HubId,
+    /// When the sidecar exited for it.
+    pub at: Instant,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Event {
     Published(Decision),
+    /// The restart request an earlier run left, read once before the first decision.
+    Requested(Request),
+    /// The request could not be written, so the sidecar did not exit.
+    ExitFailed,
     /// What the acknowledgement file says now.
     Ack(Ack),
     /// The worker processes that exist now (signal mode).
@@ -56,6 +72,18 @@ pub enum Action {
     /// Fail the gate (`Some`) or let it pass (`None`).
     Gate(Option<Gate>),
     Record(Outcome),
+    /// Restart-all mode: write the restart request for this decision, then exit with the
+    /// restart code; answer with [`Event::ExitFailed`] when the request can't be written.
+    Exit {
+        generation: u64,
+        hub: HubId,
+    },
+    /// Restart-all mode: this sidecar started `after` the exit that asked kubelet to restart
+    /// every container for `generation`; report it.
+    Restarted {
+        generation: u64,
+        after: Duration,
+    },
 }
 
 /// Where the machine is, as `/status` shows it.

@@ -1,0 +1,75 @@
+//! Restart-all mode across the sidecar's own exit: the sidecar that acts exits, and the one
+//! kubelet starts next must not take the worker it finds for one that still runs on the old
+//! hub. The restart request the acting sidecar wrote says what it asked for and when.
+
+use std::collections::HashSet;
+
+use tokio::time::Instant;
+
+use super::{Action, Decision, Machine, Phase, Underway};
+use crate::config::RestartMode;
+use crate::metrics::Outcome;
+use crate::resolver::Reason;
+
+impl Machine {
+    /// Whether `d`, resumed by this sidecar, follows a restart an earlier run asked for that no
+    /// acknowledgement has answered yet: kubelet is restarting the worker onto the handoff, so
+    /// the acknowledgement on file is the old worker's and says nothing about the new one.
+    pub(super) fn restarting_all(&self, d: &Decision) -> bool {
+        self.config.mode == RestartMode::RestartAll
+            && d.reason == Reason::Resumed
+            && self.requested.is_some_and(|r| {
+                self.last_ack
+                    .is_none_or(|ack| ack.generation < r.generation)
+            })
+    }
+
+    /// Waits for the restarted worker's acknowledgement, without acting again. Without one by
+    /// `--restart-verify-timeout`, the outcome is `unverified`, and the sidecar does not exit
+    /// again for it: kubelet did not restart the pod's containers, and a second exit would not
+    /// either.
+    pub(super) fn await_restart(&mut self, now: Instant, d: Decision) {
+        let Some(request) = self.requested else {
+            return;
+        };
+        let after = now.saturating_duration_since(request.at);
+        tracing::info!(
+            generation = request.generation,
+            hub = %d.hub,
+            after = %humantime::format_duration(std::time::Duration::from_millis(after.as_millis() as u64)),
+            "started after this sidecar exited to restart every container; waiting for the worker's acknowledgement, without acting again"
+        );
+        self.out.push(Action::Restarted {
+            generation: request.generation,
+            after,
+        });
+        self.worker = Some((d.hub, d.generation));
+        self.view.target_generation = Some(d.generation);
+        // A worker that read the decision before this sidecar republished it answers with the
+        // request's generation: that is the one owed.
+        self.acting = Some(Decision {
+            generation: request.generation,
+            ..d
+        });
+        self.underway = Underway::Verifying {
+            before: HashSet::new(),
+            until: now + self.config.verify_timeout,
+        };
+        self.enter(now, Phase::Verifying);
+        self.refresh();
+    }
+
+    /// The request could not be written, so the sidecar did not exit: the switch is owed still,
+    /// and is tried again after the cooldown.
+    pub(super) fn on_exit_failed(&mut self, now: Instant) {
+        self.underway = Underway::None;
+        if let Some(a) = self.acting.take() {
+            if self.target.is_none() {
+                self.target = Some(a);
+            }
+        }
+        self.record(Outcome::Unverified);
+        self.schedule(now);
+        self.refresh();
+    }
+}
