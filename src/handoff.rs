@@ -232,30 +232,44 @@ pub struct RestartRequest {
 }
 
 /// Writes the restart request in one rename, synced, so the next sidecar reads all of it or the
-/// one before.
+/// one before. Once the rename is done the request is there: a failed sync of the directory
+/// after it is only reported, since the sidecar must then exit as the request says.
 pub fn write_restart_request(dir: &Path, request: &RestartRequest) -> io::Result<()> {
     let tmp = dir.join(format!(".restart-request.{}.partial", std::process::id()));
     let json = serde_json::to_vec_pretty(request).map_err(io::Error::other)?;
     write_synced(&tmp, &json)?;
     fs::rename(&tmp, dir.join(RESTART_REQUEST_FILE))?;
-    sync_dir(dir)
+    if let Err(e) = sync_dir(dir) {
+        tracing::warn!(dir = %dir.display(), error = %e, "cannot sync the handoff folder after writing the restart request");
+    }
+    Ok(())
 }
 
-/// The last restart request, if there is one. One that can't be read is reported and taken as
-/// none: without it the next switch waits for no cooldown, which is the safe side of nothing.
-pub fn read_restart_request(dir: &Path) -> Option<RestartRequest> {
+/// `restart-request.json` as found: the request, when it can be read, and when the file was
+/// last written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestFile {
+    pub request: Option<RestartRequest>,
+    pub modified: Option<std::time::SystemTime>,
+}
+
+/// The last restart request's file, if there is one. One that can't be read or parsed is
+/// reported and still returned, without its request: a request is on file, and taking it as
+/// none would let the next sidecar exit again for a restart already under way.
+pub fn read_restart_request(dir: &Path) -> Option<RequestFile> {
     let path = dir.join(RESTART_REQUEST_FILE);
-    let bytes = match fs::read(&path) {
-        Ok(b) => b,
+    let modified = fs::metadata(&path).and_then(|m| m.modified()).ok();
+    let request = match fs::read(&path) {
+        Ok(bytes) => serde_json::from_slice(&bytes)
+            .inspect_err(|e| tracing::warn!(path = %path.display(), error = %e, "the last restart request is not valid"))
+            .ok(),
         Err(e) if e.kind() == io::ErrorKind::NotFound => return None,
         Err(e) => {
-            tracing::warn!(path = %path.display(), error = %e, "cannot read the last restart request; taking it as none");
-            return None;
+            tracing::warn!(path = %path.display(), error = %e, "cannot read the last restart request");
+            None
         }
     };
-    serde_json::from_slice(&bytes)
-        .inspect_err(|e| tracing::warn!(path = %path.display(), error = %e, "the last restart request is not valid; taking it as none"))
-        .ok()
+    Some(RequestFile { request, modified })
 }
 
 /// The decision currently published in `dir`, if any.
@@ -414,33 +428,36 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_restart_request_round_trips_and_a_torn_one_is_none() {
+    fn a_restart_request_round_trips_and_a_torn_one_is_still_on_file() {
         let dir = tempfile::tempdir().unwrap();
         assert_eq!(read_restart_request(dir.path()), None);
-        let r = RestartRequest {
-            generation: 7,
-            hub: HubId::Secondary,
-            requested_at: "2026-12-03T18:00:00Z".into(),
-            exit_code: 42,
-        };
+        let r = request(7);
         write_restart_request(dir.path(), &r).unwrap();
-        assert_eq!(read_restart_request(dir.path()), Some(r));
+        let file = read_restart_request(dir.path()).unwrap();
+        assert_eq!(file.request, Some(r));
+        assert!(file.modified.is_some());
+        // A torn one is still a request on file, without its content.
         fs::write(
             dir.path().join(RESTART_REQUEST_FILE),
             b"{\"generation\": 7,",
         )
         .unwrap();
-        assert_eq!(read_restart_request(dir.path()), None);
+        let file = read_restart_request(dir.path()).unwrap();
+        assert_eq!(file.request, None);
+        assert!(file.modified.is_some());
         // A publish leaves it alone.
-        write_restart_request(dir.path(), &read_or(7)).unwrap();
-        publish(dir.path(), &sample(8)).unwrap();
-        assert!(dir.path().join(RESTART_REQUEST_FILE).exists());
+        write_restart_request(dir.path(), &request(8)).unwrap();
+        publish(dir.path(), &sample(9)).unwrap();
+        assert_eq!(
+            read_restart_request(dir.path()).unwrap().request,
+            Some(request(8))
+        );
     }
 
-    fn read_or(generation: u64) -> RestartRequest {
+    fn request(generation: u64) -> RestartRequest {
         RestartRequest {
             generation,
-            hub: HubId::Primary,
+            hub: HubId::Secondary,
             requested_at: "2026-12-03T18:00:00Z".into(),
             exit_code: 42,
         }

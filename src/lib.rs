@@ -135,9 +135,23 @@ pub async fn run(config: Config, shutdown: watch::Receiver<bool>) -> Result<Stop
     }
     let server = tokio::spawn(http::serve(listener, handlers, shutdown.clone()));
     let mut following = Box::pin(follower.run(shutdown));
+    // The restart side first: a restart-all exit and a SIGTERM at the same moment exit with
+    // the restart code, as the request on disk says.
     let stopped = tokio::select! {
+        biased;
+        ended = &mut restarts => match ended {
+            Ok(Some(code)) => Stopped::RestartAll(code),
+            Ok(None) => {
+                following.as_mut().await;
+                Stopped::Shutdown
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "the restart side stopped; following goes on, but no switch will move the worker");
+                following.as_mut().await;
+                Stopped::Shutdown
+            }
+        },
         () = &mut following => Stopped::Shutdown,
-        Ok(Some(code)) = &mut restarts => Stopped::RestartAll(code),
     };
     // The decision is on disk before the restart side sees it: nothing in flight is owed.
     drop(following);

@@ -44,19 +44,24 @@ fn main() -> ExitCode {
         .enable_all()
         .build()
         .context("cannot start the runtime")
-        .and_then(|runtime| match check {
-            Some(output) => runtime.block_on(async {
-                let report = hub_follower::check::run(&config).await;
-                print!("{}", hub_follower::check::render(&report, output));
-                // `check` found no hub that answered: 1.
-                Ok(u8::from(!report.usable))
-            }),
-            None => runtime
-                .block_on(sidecar(config))
-                .map(|stopped| match stopped {
-                    hub_follower::Stopped::Shutdown => 0,
-                    hub_follower::Stopped::RestartAll(code) => code,
+        .and_then(|runtime| {
+            let outcome = match check {
+                Some(output) => runtime.block_on(async {
+                    let report = hub_follower::check::run(&config).await;
+                    print!("{}", hub_follower::check::render(&report, output));
+                    // `check` found no hub that answered: 1.
+                    Ok(u8::from(!report.usable))
                 }),
+                None => runtime
+                    .block_on(sidecar(config))
+                    .map(|stopped| match stopped {
+                        hub_follower::Stopped::Shutdown => 0,
+                        hub_follower::Stopped::RestartAll(code) => code,
+                    }),
+            };
+            // A blocking task still running (a name lookup that hangs) must not hold the exit.
+            runtime.shutdown_timeout(std::time::Duration::from_millis(500));
+            outcome
         });
     match outcome {
         Ok(0) => ExitCode::SUCCESS,

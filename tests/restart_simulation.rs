@@ -394,7 +394,7 @@ impl World {
                 self.request = Some(Request {
                     generation,
                     hub,
-                    at: self.now,
+                    at: Some(self.now),
                 });
                 // kubelet starts the sidecar again within seconds; now and then only after a
                 // back-off or its periodic sync.

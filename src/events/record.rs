@@ -22,8 +22,9 @@ const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
 pub struct Recording(Option<tokio::task::JoinHandle<()>>);
 
 impl Recording {
-    /// Waits, for at most `within`, until every Event queued is written or has failed. It
-    /// returns at once while any [`Sink`] is still alive: drop them all first.
+    /// Waits, for at most `within`, until every Event queued is written or has failed. The
+    /// recording ends only once every [`Sink`] is dropped: drop them all first, or this waits
+    /// all of `within`.
     pub async fn finish(self, within: Duration) {
         if let Some(task) = self.0 {
             if tokio::time::timeout(within, task).await.is_err() {

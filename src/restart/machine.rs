@@ -145,7 +145,9 @@ impl Machine {
             Event::Published(d) => self.on_published(now, d),
             Event::Requested(request) => {
                 // The cooldown outlives the sidecar that acted.
-                self.pacer.acted(request.at);
+                if let Some(at) = request.at {
+                    self.pacer.acted(at);
+                }
                 self.requested = Some(request);
             }
             Event::ExitFailed => self.on_exit_failed(now),
@@ -631,7 +633,7 @@ mod tests {
 
     /// The request an earlier run left: it exited at `s` for `generation` on `hub`.
     fn requested(r: &mut Run, s: f64, generation: u64, hub: HubId) {
-        let at = r.t0 + Duration::from_secs_f64(s);
+        let at = Some(r.t0 + Duration::from_secs_f64(s));
         assert!(r
             .at(
                 s,
@@ -755,5 +757,33 @@ mod tests {
             assert!(exits(&r.tick(s as f64)).is_empty(), "at {s}s");
         }
         assert_eq!(exits(&r.tick(70.0)), [(2, S)]);
+        // Without a cooldown, no sooner than 10 s: a failing write is not retried in a loop.
+        let mut r = run(RestartMode::RestartAll, 0, 0);
+        r.at(0.0, decision(P, 1, Reason::Startup));
+        r.at(1.0, decision(S, 2, Reason::Switch));
+        assert_eq!(exits(&r.tick(1.0)), [(2, S)]);
+        r.at(1.0, Event::ExitFailed);
+        for ms in (1_000..11_000).step_by(10) {
+            assert!(exits(&r.tick(ms as f64 / 1000.0)).is_empty(), "at {ms}ms");
+        }
+        assert_eq!(exits(&r.tick(11.0)), [(2, S)]);
+    }
+
+    #[test]
+    fn a_request_older_than_the_clock_still_stops_a_second_exit() {
+        let mut r = run(RestartMode::RestartAll, 0, 60);
+        let old = Request {
+            generation: 2,
+            hub: S,
+            at: None,
+        };
+        assert!(r.at(0.0, Event::Requested(old)).is_empty());
+        r.ack(0.0, 1, P);
+        // Nothing to report about kubelet's delay; no cooldown to wait for; no exit.
+        assert!(r.at(0.0, decision(S, 3, Reason::Resumed)).is_empty());
+        assert_eq!(r.m.view().phase, Phase::Verifying);
+        for s in 0..600 {
+            assert!(exits(&r.tick(s as f64)).is_empty(), "at {s}s");
+        }
     }
 }

@@ -168,30 +168,43 @@ impl Restarter {
         }
     }
 
-    /// The restart an earlier run asked for, placed on this run's clock.
+    /// The restart an earlier run asked for, placed on this run's clock. A request file that
+    /// can't be read still counts: for the decision published now (which the earlier run exited
+    /// for, unless it published another just before), at the file's time.
     fn read_request(&mut self, now: Instant) {
-        let Some(r) = handoff::read_restart_request(&self.handoff_dir) else {
+        let Some(file) = handoff::read_restart_request(&self.handoff_dir) else {
             return;
         };
-        let age = match r.requested_at.parse::<jiff::Timestamp>() {
-            Ok(t) => jiff::Timestamp::now()
-                .duration_since(t)
-                .try_into()
-                .unwrap_or(Duration::ZERO),
-            Err(e) => {
-                tracing::warn!(requested_at = %r.requested_at, error = %e, "the last restart request has no valid time; taking it as none");
-                return;
+        let wall_now = jiff::Timestamp::now();
+        let (generation, hub, written) = match file.request {
+            Some(r) => {
+                let written = r.requested_at.parse::<jiff::Timestamp>().inspect_err(|e| {
+                    tracing::warn!(requested_at = %r.requested_at, error = %e, "the last restart request has no valid time; taking the file's");
+                });
+                (r.generation, r.hub, written.ok())
             }
+            None => match handoff::read(&self.handoff_dir) {
+                Ok(Some(h)) => {
+                    tracing::warn!(generation = h.generation, hub = %h.hub, "taking the unreadable restart request for the decision published now");
+                    (h.generation, h.hub, None)
+                }
+                _ => {
+                    tracing::warn!("an unreadable restart request and no readable decision: taking the request as none");
+                    return;
+                }
+            },
         };
-        // Older than a day: its cooldown and its verification are long over.
-        let at = now
-            .checked_sub(age.min(Duration::from_secs(86_400)))
-            .unwrap_or(now);
+        let written = written.or_else(|| {
+            file.modified
+                .and_then(|m| jiff::Timestamp::try_from(m).ok())
+        });
+        // Unknown: now, so that the cooldown is kept rather than skipped.
+        let at = on_this_clock(now, wall_now, written.unwrap_or(wall_now));
         self.feed(
             now,
             Event::Requested(machine::Request {
-                generation: r.generation,
-                hub: r.hub,
+                generation,
+                hub,
                 at,
             }),
         );
@@ -334,6 +347,20 @@ impl Restarter {
     }
 }
 
+/// Where the wall-clock time `written` falls on this run's clock, `now` being `wall_now`. A
+/// time in the future counts as now; one before anything the clock can name is `None`.
+fn on_this_clock(
+    now: Instant,
+    wall_now: jiff::Timestamp,
+    written: jiff::Timestamp,
+) -> Option<Instant> {
+    let age: Duration = wall_now
+        .duration_since(written)
+        .try_into()
+        .unwrap_or(Duration::ZERO);
+    now.checked_sub(age)
+}
+
 fn set_gate(v: &mut RestartView, gate: Option<Gate>) {
     v.gate_failing = gate.is_some();
     v.gate_until = gate.as_ref().map(|g| g.until);
@@ -442,7 +469,9 @@ mod tests {
         assert!(!first.is_finished(), "no exit at startup");
         decisions.send_modify(|v| v.published = Some(handoff(S, 2, Reason::Switch)));
         assert_eq!(first.await.unwrap(), Some(42));
-        let request = handoff::read_restart_request(dir.path()).expect("the request is written");
+        let request = handoff::read_restart_request(dir.path())
+            .and_then(|f| f.request)
+            .expect("the request is written");
         assert_eq!(
             (request.generation, request.hub, request.exit_code),
             (2, S, 42)
@@ -471,6 +500,20 @@ mod tests {
         tokio::time::sleep(secs(5)).await;
         assert_eq!(view.borrow().waiting_for, Some(pacing::Wait::Cooldown));
         assert_eq!(second.await.unwrap(), Some(42));
+    }
+
+    #[test]
+    fn a_requests_wall_clock_time_is_placed_on_this_runs_clock() {
+        let now = Instant::now() + secs(3 * 86_400);
+        let wall: jiff::Timestamp = "2026-12-03T18:00:00Z".parse().unwrap();
+        let ago = |s: i64| wall - jiff::SignedDuration::from_secs(s);
+        assert_eq!(on_this_clock(now, wall, ago(30)), Some(now - secs(30)));
+        assert_eq!(
+            on_this_clock(now, wall, ago(2 * 86_400)),
+            Some(now - secs(2 * 86_400))
+        );
+        // Written "later" than now (a clock stepped back): now.
+        assert_eq!(on_this_clock(now, wall, ago(-10)), Some(now));
     }
 
     #[tokio::test(start_paused = true)]

@@ -146,7 +146,11 @@ class Pod:
     def logs(self, container: str, previous: bool = False) -> list[str]:
         args = ["logs", self.name, "-n", NS, "-c", container, "--timestamps"] + (["--previous"] if previous else [])
         r = self.cp.kubectl(*args, check=False)
-        return r.stdout.splitlines() if r.returncode == 0 else []
+        if r.returncode != 0:
+            # Shown with a failing test's output: why a log read came back empty.
+            print(f"kubectl logs {self.name} -c {container} failed: {r.stderr.strip()}")
+            return []
+        return r.stdout.splitlines()
 
     def worker_hub(self) -> str | None:
         """The hub the running worker said it started with."""

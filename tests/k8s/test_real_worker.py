@@ -303,7 +303,8 @@ class TestOnePod:
         # The worker posts its cluster's namespaces (all but a built-in few) to the hub.
         pod.cp.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "proof-before"}})
         wait_for("proof-before in A's status.namespaces", lambda: "proof-before" in namespaces_on(a), 30)
-        assert pod.worker_hub() == "primary"
+        # Read through kubelet, which once answered a single `kubectl logs` with nothing.
+        assert wait_for("the exec wrapper's line in the worker's log", pod.worker_hub, 30) == "primary"
         assert worker_writes(b) == [], "hub B received writes from the worker before any promotion"
         # The Role on the hubs is enough: the API server refused the worker nothing.
         assert refusals(a) == []

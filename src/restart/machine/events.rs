@@ -32,8 +32,9 @@ pub struct Request {
     /// The decision it was for.
     pub generation: u64,
     pub hub: HubId,
-    /// When the sidecar exited for it.
-    pub at: Instant,
+    /// When the sidecar exited for it; `None` when that is before anything this run's clock
+    /// can name (it predates the node's boot).
+    pub at: Option<Instant>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

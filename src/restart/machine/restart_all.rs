@@ -3,6 +3,7 @@
 //! hub. The restart request the acting sidecar wrote says what it asked for and when.
 
 use std::collections::HashSet;
+use std::time::Duration;
 
 use tokio::time::Instant;
 
@@ -10,6 +11,9 @@ use super::{Action, Decision, Machine, Phase, Underway};
 use crate::config::RestartMode;
 use crate::metrics::Outcome;
 use crate::resolver::Reason;
+
+/// The soonest a failed exit (its request not written) is tried again, whatever the cooldown.
+const EXIT_RETRY: Duration = Duration::from_secs(10);
 
 impl Machine {
     /// Whether `d`, resumed by this sidecar, follows a restart an earlier run asked for that no
@@ -32,17 +36,21 @@ impl Machine {
         let Some(request) = self.requested else {
             return;
         };
-        let after = now.saturating_duration_since(request.at);
+        let after = request.at.map(|at| now.saturating_duration_since(at));
         tracing::info!(
             generation = request.generation,
             hub = %d.hub,
-            after = %humantime::format_duration(std::time::Duration::from_millis(after.as_millis() as u64)),
+            after = %after.map_or("unknown".into(), |a| humantime::format_duration(Duration::from_millis(a.as_millis() as u64)).to_string()),
             "started after this sidecar exited to restart every container; waiting for the worker's acknowledgement, without acting again"
         );
-        self.out.push(Action::Restarted {
-            generation: request.generation,
-            after,
-        });
+        // Later than the verification would have waited, this is a later start of the sidecar
+        // beside a restart never acknowledged, not kubelet's delay: nothing to report on that.
+        if let Some(after) = after.filter(|a| *a < self.config.verify_timeout) {
+            self.out.push(Action::Restarted {
+                generation: request.generation,
+                after,
+            });
+        }
         self.worker = Some((d.hub, d.generation));
         self.view.target_generation = Some(d.generation);
         // A worker that read the decision before this sidecar republished it answers with the
@@ -60,7 +68,7 @@ impl Machine {
     }
 
     /// The request could not be written, so the sidecar did not exit: the switch is owed still,
-    /// and is tried again after the cooldown.
+    /// and is tried again after the cooldown, and never sooner than [`EXIT_RETRY`].
     pub(super) fn on_exit_failed(&mut self, now: Instant) {
         self.underway = Underway::None;
         if let Some(a) = self.acting.take() {
@@ -70,6 +78,7 @@ impl Machine {
         }
         self.record(Outcome::Unverified);
         self.schedule(now);
+        self.act_at = self.act_at.map(|at| at.max(now + EXIT_RETRY));
         self.refresh();
     }
 }
