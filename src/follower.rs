@@ -27,6 +27,9 @@ pub struct Follower {
     resolver: Resolver,
     metrics: Metrics,
     view: watch::Sender<FollowerView>,
+    /// The published decision alone, for the restart side: it wakes on a new generation, not
+    /// on every round's news.
+    decisions: watch::Sender<Option<Handoff>>,
     /// Per hub, what it said last round, for the log line of a published decision.
     said: HashMap<HubId, String>,
     next_generation: u64,
@@ -74,6 +77,7 @@ impl Follower {
             resolver,
             metrics,
             view: watch::Sender::new(view),
+            decisions: watch::Sender::new(None),
             said: HashMap::new(),
             next_generation: 1,
             unpublished: None,
@@ -103,6 +107,22 @@ impl Follower {
     /// Follows the follower's view.
     pub fn subscribe(&self) -> watch::Receiver<FollowerView> {
         self.view.subscribe()
+    }
+
+    /// Follows the published decision; it changes with each new generation.
+    pub fn decisions(&self) -> watch::Receiver<Option<Handoff>> {
+        self.decisions.subscribe()
+    }
+
+    /// Shows `handoff` as the published decision: on the status page, and to the restart side
+    /// when its generation is new.
+    fn set_published(&self, handoff: Handoff) {
+        self.decisions.send_if_modified(|d| {
+            let new = d.as_ref().map(|h| h.generation) != Some(handoff.generation);
+            *d = Some(handoff.clone());
+            new
+        });
+        self.view.send_modify(|s| s.published = Some(handoff));
     }
 
     /// What the watches notify, and each hub's client for them to watch with.
@@ -282,7 +302,7 @@ impl Follower {
         };
         if self.config.single_hub() {
             // Nothing to decide with one hub: the earlier decision stands as it was written.
-            self.view.send_modify(|s| s.published = Some(previous));
+            self.set_published(previous);
             self.metrics.set_active(HubId::Primary, &[HubId::Primary]);
             return;
         }
@@ -411,7 +431,7 @@ impl Follower {
                     verdicts = %self.verdict_summary(),
                     "published the active hub"
                 );
-                self.view.send_modify(|s| s.published = Some(handoff));
+                self.set_published(handoff);
             }
             Err(e) => {
                 self.metrics.handoff_write_errors.inc();
@@ -448,7 +468,7 @@ impl Follower {
                     generation = handoff.generation,
                     "the basis moved forward with a fresher claim for the published hub"
                 );
-                self.view.send_modify(|s| s.published = Some(handoff));
+                self.set_published(handoff);
             }
             Err(e) => {
                 self.metrics.handoff_write_errors.inc();

@@ -114,7 +114,7 @@ pub async fn run(config: Config, shutdown: watch::Receiver<bool>) -> Result<Stop
         metrics: metrics.clone(),
     };
     // Subscribed before the first publish, so the restart side sees every decision's reason.
-    let mut restarts = tokio::spawn(restarter.run(follower.subscribe(), shutdown.clone()));
+    let mut restarts = tokio::spawn(restarter.run(follower.decisions(), shutdown.clone()));
     let mut watches = Vec::new();
     if let Some(timeout) = watching {
         let (trigger, clients) = follower.watch_inputs();

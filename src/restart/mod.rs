@@ -26,7 +26,6 @@ use crate::events::{Fact, Sink};
 use crate::handoff::{self, Handoff};
 use crate::metrics::Metrics;
 pub use crate::metrics::Outcome;
-use crate::state::FollowerView;
 pub use machine::Phase;
 use machine::{Action, Event, Gate, Machine};
 use pacing::Wait;
@@ -132,7 +131,7 @@ impl Restarter {
     /// when its generation is new; the rest of what the follower publishes is ignored.
     pub async fn run(
         mut self,
-        mut decisions: watch::Receiver<FollowerView>,
+        mut decisions: watch::Receiver<Option<Handoff>>,
         mut shutdown: watch::Receiver<bool>,
     ) -> Option<u8> {
         let mut last_generation = None;
@@ -141,7 +140,7 @@ impl Restarter {
         }
         loop {
             let now = Instant::now();
-            let published = decisions.borrow_and_update().published.clone();
+            let published = decisions.borrow_and_update().clone();
             if let Some(h) = published.filter(|h| Some(h.generation) != last_generation) {
                 last_generation = Some(h.generation);
                 // Read first: after a sidecar restart it names the hub the worker runs on.
@@ -387,7 +386,6 @@ async fn sleep_until(at: Option<Instant>) {
 mod tests {
     use super::*;
     use crate::resolver::Reason;
-    use crate::state::Mode;
     use crate::testing::{handoff, restart_config, secs};
     use crate::verdict::HubId::{self, Primary as P, Secondary as S};
 
@@ -400,9 +398,9 @@ mod tests {
         config.jitter = Duration::ZERO;
         config.cooldown = Duration::ZERO;
         let metrics = Metrics::new(&[P, S], "liveness").unwrap();
-        let (decisions, rx) = watch::channel(FollowerView::new(Mode::Follow, 3, secs(60)));
+        let (decisions, rx) = watch::channel(None);
         let publish = |hub: HubId, generation, reason| {
-            decisions.send_modify(|v| v.published = Some(handoff(hub, generation, reason)))
+            decisions.send_replace(Some(handoff(hub, generation, reason)))
         };
         let (_stop, stop) = watch::channel(false);
         let restarter = Restarter::new(config, dir.path().into(), metrics);
@@ -457,17 +455,17 @@ mod tests {
             handoff::write_ack(dir.path(), &ack).unwrap();
         };
         let metrics = Metrics::new(&[P, S], "restart-all").unwrap();
-        let (decisions, rx) = watch::channel(FollowerView::new(Mode::Follow, 3, secs(60)));
+        let (decisions, rx) = watch::channel(None);
         let (_stop, stop) = watch::channel(false);
         ack(1, P);
-        decisions.send_modify(|v| v.published = Some(handoff(P, 1, Reason::Startup)));
+        decisions.send_replace(Some(handoff(P, 1, Reason::Startup)));
         let first = tokio::spawn(
             Restarter::new(config.clone(), dir.path().into(), metrics.clone())
                 .run(rx, stop.clone()),
         );
         tokio::time::sleep(secs(1)).await;
         assert!(!first.is_finished(), "no exit at startup");
-        decisions.send_modify(|v| v.published = Some(handoff(S, 2, Reason::Switch)));
+        decisions.send_replace(Some(handoff(S, 2, Reason::Switch)));
         assert_eq!(first.await.unwrap(), Some(42));
         let request = handoff::read_restart_request(dir.path())
             .and_then(|f| f.request)
@@ -483,8 +481,8 @@ mod tests {
         assert_eq!(exited, 1);
 
         // The next sidecar: the old worker's acknowledgement is still on file.
-        let (decisions, rx) = watch::channel(FollowerView::new(Mode::Follow, 3, secs(60)));
-        decisions.send_modify(|v| v.published = Some(handoff(S, 3, Reason::Resumed)));
+        let (decisions, rx) = watch::channel(None);
+        decisions.send_replace(Some(handoff(S, 3, Reason::Resumed)));
         let restarter = Restarter::new(config.clone(), dir.path().into(), metrics.clone());
         let view = restarter.subscribe();
         let second = tokio::spawn(restarter.run(rx, stop.clone()));
@@ -496,7 +494,7 @@ mod tests {
         assert_eq!(view.borrow().phase, Phase::Verified);
         assert!(view.borrow().worker_on_current_decision);
         // A switch inside the cooldown the first sidecar began waits for its end (60s).
-        decisions.send_modify(|v| v.published = Some(handoff(P, 4, Reason::Switch)));
+        decisions.send_replace(Some(handoff(P, 4, Reason::Switch)));
         tokio::time::sleep(secs(5)).await;
         assert_eq!(view.borrow().waiting_for, Some(pacing::Wait::Cooldown));
         assert_eq!(second.await.unwrap(), Some(42));
@@ -523,14 +521,14 @@ mod tests {
         let mut config = restart_config(RestartMode::RestartAll);
         config.jitter = Duration::ZERO;
         let metrics = Metrics::new(&[P, S], "restart-all").unwrap();
-        let (decisions, rx) = watch::channel(FollowerView::new(Mode::Follow, 3, secs(60)));
+        let (decisions, rx) = watch::channel(None);
         let (_stop, stop) = watch::channel(false);
         let restarter = Restarter::new(config, gone, metrics.clone());
         let view = restarter.subscribe();
         let task = tokio::spawn(restarter.run(rx, stop));
-        decisions.send_modify(|v| v.published = Some(handoff(P, 1, Reason::Startup)));
+        decisions.send_replace(Some(handoff(P, 1, Reason::Startup)));
         tokio::time::sleep(secs(1)).await;
-        decisions.send_modify(|v| v.published = Some(handoff(S, 2, Reason::Switch)));
+        decisions.send_replace(Some(handoff(S, 2, Reason::Switch)));
         tokio::time::sleep(secs(1)).await;
         assert!(!task.is_finished(), "exited without a request");
         let count = |outcome| {
