@@ -77,6 +77,13 @@ pub fn render(report: &Report, format: OutputFormat) -> String {
         OutputFormat::Json => serde_json::to_string_pretty(report).unwrap_or_default() + "\n",
         OutputFormat::Text => {
             let mut out = String::new();
+            let width = report
+                .hubs
+                .iter()
+                .map(|h| h.hub.as_str().len())
+                .max()
+                .unwrap_or(0)
+                .max(9);
             for h in &report.hubs {
                 let v = &h.view;
                 let what = match (&v.claim, v.reason) {
@@ -91,7 +98,7 @@ pub fn render(report: &Report, format: OutputFormat) -> String {
                     (None, None) => "no claim (answered; publishes nothing)".to_string(),
                 };
                 out.push_str(&format!(
-                    "{:<9} {:<32} {:>8.1}ms  {what}\n",
+                    "{:<width$} {:<32} {:>8.1}ms  {what}\n",
                     h.hub.as_str(),
                     v.endpoint,
                     v.latency_ms

@@ -276,7 +276,8 @@ impl Limiter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use HubId::{Primary as P, Secondary as S};
+    const P: HubId = HubId::PRIMARY;
+    const S: HubId = HubId::SECONDARY;
 
     fn down(hub: HubId) -> Fact {
         Fact::Unreachable {

@@ -53,6 +53,12 @@ pub struct Follower {
     /// The last round left nothing that time alone could change: every hub answered, nothing
     /// pending, held, stale, rejected or unpublished.
     settled: bool,
+    /// One read at `--confirm-interval` after a pending switch was broken off by silence.
+    quick_retry: pace::QuickRetry,
+    /// The last round left something unfinished by silence: the next read comes soon.
+    retry_soon: bool,
+    /// The round in progress was started by a watch, not by the clock.
+    watch_started: bool,
 }
 
 /// Follows the client a hub is read with (a rotated CA file builds a new one).
@@ -89,6 +95,9 @@ impl Follower {
             trigger: Arc::new(Notify::new()),
             watches: Vec::new(),
             settled: false,
+            quick_retry: pace::QuickRetry::default(),
+            retry_soon: false,
+            watch_started: false,
         }
     }
 
@@ -186,6 +195,7 @@ impl Follower {
             }
             let started = Instant::now();
             last_start = Some(started);
+            self.watch_started = !ticked;
             let probes = tokio::select! {
                 _ = shutdown.changed() => return,
                 probes = probe_all(&mut self.hubs) => probes,
@@ -196,6 +206,16 @@ impl Follower {
             self.view.send_modify(|s| s.last_round_ms = Some(took));
             self.set_polling(self.may_relax(Instant::now()));
             next = started + self.next_interval();
+            if self.retry_soon {
+                // A hub that answered 429 or 503 with Retry-After is not asked before then: the
+                // quick round waits for it, or it would find that hub silent again and be spent.
+                let paused = self.hubs.iter().filter_map(HubClient::paused_until).max();
+                next = pace::quick_retry_at(
+                    next,
+                    paused.map(Instant::from_std),
+                    started + self.config.poll_interval,
+                );
+            }
         }
     }
 
@@ -232,9 +252,10 @@ impl Follower {
 
     /// While a switch is pending, the confirming reads come quicker: the protection is the count
     /// of consecutive agreeing reads, and waiting a whole poll interval between them only adds
-    /// to the outage. If a round overran, the next one starts at once.
+    /// to the outage. So does the one read after a streak broken off by silence
+    /// (`pace::QuickRetry`). If a round overran, the next one starts at once.
     fn next_interval(&self) -> std::time::Duration {
-        if self.resolver.pending().is_some() {
+        if self.resolver.pending().is_some() || self.retry_soon {
             self.config.confirm_interval
         } else {
             self.config.poll_interval
@@ -247,7 +268,7 @@ impl Follower {
             return wait(&mut shutdown).await;
         }
         self.unpublished = Some(Decision {
-            hub: HubId::Primary,
+            hub: HubId::PRIMARY,
             identity: None,
             reason: Reason::SingleHub,
             basis: None,
@@ -303,7 +324,7 @@ impl Follower {
         if self.config.single_hub() {
             // Nothing to decide with one hub: the earlier decision stands as it was written.
             self.set_published(previous);
-            self.metrics.set_active(HubId::Primary, &[HubId::Primary]);
+            self.metrics.set_active(HubId::PRIMARY, &[HubId::PRIMARY]);
             return;
         }
         self.unpublished = Some(decision);
@@ -314,7 +335,29 @@ impl Follower {
     pub async fn round(&mut self, probes: &[Probe]) {
         let now = Timestamp::now();
         let verdicts: Vec<(HubId, &Verdict)> = probes.iter().map(|p| (p.hub, &p.verdict)).collect();
+        let pending_before = self.resolver.pending().cloned();
         let step = self.resolver.observe(now, &verdicts);
+        let unfinished = pace::unfinished(
+            pending_before.as_ref(),
+            self.resolver.pending(),
+            &step,
+            probes,
+            self.watch_started,
+        );
+        let settled_or_decided = pace::settled(probes, &step) || step.decision.is_some();
+        self.retry_soon = self
+            .quick_retry
+            .after_round(unfinished.clone(), settled_or_decided);
+        if self.retry_soon {
+            let why = match unfinished {
+                Some(pace::Unfinished::News) => "left a change the watch saw unread",
+                _ => "broke off the pending switch's confirmations",
+            };
+            tracing::info!(
+                every = %humantime::format_duration(self.config.confirm_interval),
+                "a hub did not answer and {why}: reading again at --confirm-interval, once"
+            );
+        }
         // A claim the rule refused for its date is reported as the bad response it is.
         let probes: Vec<Probe> = probes
             .iter()

@@ -457,7 +457,7 @@ mod tests {
     fn request(generation: u64) -> RestartRequest {
         RestartRequest {
             generation,
-            hub: HubId::Secondary,
+            hub: HubId::SECONDARY,
             requested_at: "2026-12-03T18:00:00Z".into(),
             exit_code: 42,
         }
@@ -471,7 +471,7 @@ mod tests {
             identity: Some("ctrl-b".into()),
             decided_at: "2026-12-02T10:00:00Z".into(),
             namespace: Some("kubeslice-acme".into()),
-            ..crate::testing::handoff(HubId::Secondary, generation, Reason::Switch)
+            ..crate::testing::handoff(HubId::SECONDARY, generation, Reason::Switch)
         }
     }
 

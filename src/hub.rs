@@ -111,6 +111,11 @@ impl HubClient {
         self.config.id
     }
 
+    /// Until when this hub is not asked again, by its `Retry-After`; `None` when it may be.
+    pub fn paused_until(&self) -> Option<Instant> {
+        self.backoff_until.filter(|u| *u > Instant::now())
+    }
+
     /// Reads the hub once. Never takes longer than the probe timeout, whatever the hub does.
     pub async fn probe(&mut self) -> Probe {
         let started = Instant::now();

@@ -15,7 +15,10 @@
 //!    any fresher claim naming the established hub. A winner that is not fresher than the basis
 //!    never moves the worker, whatever the other hubs say or leave unsaid: a hub that comes
 //!    back with an old claim while the worker has erased the new one changes nothing. (A basis
-//!    with neither epoch nor `lastUpdated` orders nothing, and so holds nothing back.)
+//!    with neither epoch nor `lastUpdated` orders nothing, and so holds nothing back.) With
+//!    three hubs or more, a winner is also held while a claim naming a third hub, seen since
+//!    the decision, is fresher than its own: a hub that goes silent after the newest claim
+//!    does not let an older claim for another hub move the worker.
 //! 6. A winner whose own hub refuses our credential (401, 403, TLS, unreadable credential
 //!    files) is held: the worker would fail there with the same files.
 //! 7. No winner, a held winner, or the established hub: nothing changes and any count
@@ -165,6 +168,10 @@ pub struct Resolver {
     established: Option<HubId>,
     basis: Option<Claim>,
     pending: Option<Pending>,
+    /// Per hub other than the established one, the freshest usable claim naming it seen since
+    /// the last decision: with three hubs or more, a winner older than one of these is old
+    /// news too (rule 5).
+    outranked_by: Vec<(HubId, Claim)>,
     /// The first decision, while it has not reached the disk: the worker has not started on
     /// anything yet, so what replaces it is not a switch to restart for.
     first_unpublished: Option<Reason>,
@@ -179,6 +186,7 @@ impl Resolver {
             established: None,
             basis: None,
             pending: None,
+            outranked_by: Vec::new(),
             first_unpublished: None,
         }
     }
@@ -205,6 +213,7 @@ impl Resolver {
         self.established = Some(hub);
         self.basis = basis.clone();
         self.pending = None;
+        self.outranked_by.clear();
         Some(Decision {
             hub,
             identity,
@@ -241,13 +250,14 @@ impl Resolver {
     pub fn observe(&mut self, now: Timestamp, verdicts: &[(HubId, &Verdict)]) -> Step {
         let (claims, rejected, ahead) = self.usable_claims(now, verdicts);
         self.advance_basis(&claims);
+        self.note_other_hubs(&claims);
         let stale = self.stale(&claims);
         let winner = self.winner(&claims);
         let mut held = None;
         let decision = match (self.established, winner) {
             (None, Some((w, claim))) => Some(self.establish(w, Some(claim), Reason::Startup)),
             (None, None) => {
-                let primary = self.hubs.first().map_or(HubId::Primary, |(h, _)| *h);
+                let primary = self.hubs.first().map_or(HubId::PRIMARY, |(h, _)| *h);
                 let w = Candidate {
                     hub: primary,
                     identity: None,
@@ -293,6 +303,20 @@ impl Resolver {
         }
     }
 
+    /// Rule 5 for more than two hubs: keeps the freshest claim naming each hub that is not the
+    /// established one.
+    fn note_other_hubs(&mut self, claims: &[Usable<'_>]) {
+        for u in claims.iter().filter(|u| Some(u.target) != self.established) {
+            match self.outranked_by.iter_mut().find(|(h, _)| *h == u.target) {
+                Some((_, kept)) if freshness(u.claim, kept) == Ordering::Greater => {
+                    *kept = u.claim.clone()
+                }
+                Some(_) => {}
+                None => self.outranked_by.push((u.target, u.claim.clone())),
+            }
+        }
+    }
+
     /// The basis, when it can order anything: one with neither epoch nor date cannot.
     fn floor(&self) -> Option<&Claim> {
         self.basis
@@ -325,6 +349,18 @@ impl Resolver {
                 basis: basis.clone(),
             });
         }
+        // A claim for a third hub seen since the decision is fresher: the winner is old news.
+        // (With two hubs there is no third, and this never holds anything.)
+        if let Some((_, newer)) = self
+            .outranked_by
+            .iter()
+            .find(|(h, c)| *h != w.hub && freshness(c, claim) == Ordering::Greater)
+        {
+            return Some(Hold::NotFresherThanBasis {
+                claim: claim.clone(),
+                basis: newer.clone(),
+            });
+        }
         verdicts.iter().find_map(|(hub, v)| match v {
             Verdict::Error(e) if *hub == w.hub && e.reason.is_credential() => {
                 Some(Hold::Unauthenticated(e.reason))
@@ -337,6 +373,7 @@ impl Resolver {
         self.established = Some(w.hub);
         self.basis = claim.cloned();
         self.pending = None;
+        self.outranked_by.clear();
         let reason = match (reason, self.first_unpublished) {
             (Reason::Switch, Some(first)) => first,
             (Reason::Startup | Reason::Default, _) => {
@@ -378,7 +415,7 @@ impl Resolver {
         verdicts: &[(HubId, &'v Verdict)],
     ) -> (Vec<Usable<'v>>, Vec<HubId>, Vec<(HubId, ProbeError)>) {
         let mut sorted: Vec<_> = verdicts.to_vec();
-        sorted.sort_by_key(|(reporter, _)| *reporter);
+        sorted.sort_by_key(|(reporter, _)| self.position(*reporter));
         let mut claims = Vec::new();
         let mut rejected = Vec::new();
         let mut ahead = Vec::new();
@@ -406,6 +443,14 @@ impl Resolver {
         (claims, rejected, ahead)
     }
 
+    /// Where `hub` stands in configuration order, which breaks ties; an unknown hub last.
+    fn position(&self, hub: HubId) -> usize {
+        self.hubs
+            .iter()
+            .position(|(h, _)| *h == hub)
+            .unwrap_or(usize::MAX)
+    }
+
     /// Rule 4: the winning candidate and the claim it wins with.
     fn winner<'v>(&self, claims: &[Usable<'v>]) -> Option<(Candidate, &'v Claim)> {
         let freshest = claims
@@ -423,7 +468,7 @@ impl Resolver {
         } else {
             tied.iter()
                 .find(|u| Some(u.target) == self.established)
-                .or_else(|| tied.iter().min_by_key(|u| u.target))
+                .or_else(|| tied.iter().min_by_key(|u| self.position(u.target)))
                 .copied()?
         };
         Some((
@@ -441,7 +486,8 @@ mod tests {
     use super::*;
     use crate::verdict::{ErrorReason, ProbeError};
     use jiff::Timestamp;
-    use HubId::{Primary as P, Secondary as S};
+    const P: HubId = HubId::PRIMARY;
+    const S: HubId = HubId::SECONDARY;
 
     const A: &str = "https://10.1.80.11:6443";
     const B: &str = "https://10.1.80.12:6443";
@@ -747,6 +793,57 @@ mod tests {
         let mut r = resolver(1);
         let step = round(&mut r, &claim(B, "b", None), &claim(A, "a", None));
         assert_eq!(hub_of(&step), Some((P, Reason::Startup)));
+    }
+
+    #[test]
+    fn with_three_hubs_a_tie_goes_to_the_earliest_listed_and_the_fresher_claim_wins() {
+        const C: &str = "https://10.1.80.13:6443";
+        let c = HubId::named("hub-c");
+        let hubs = vec![
+            (P, Endpoint::parse(A).unwrap()),
+            (S, Endpoint::parse(B).unwrap()),
+            (c, Endpoint::parse(C).unwrap()),
+        ];
+        let now = Timestamp::from_second(1_800_000_000 + 86_400).unwrap();
+        // Established on A; B and C claim themselves equally fresh: B is listed first.
+        let mut r = Resolver::new(hubs.clone(), 1);
+        r.observe(now, &[(P, &claim(A, "a", at(1)))]);
+        r.published();
+        let (cb, cc) = (claim(B, "b", at(10)), claim(C, "c", at(10)));
+        let step = r.observe(now, &[(c, &cc), (S, &cb), (P, &Verdict::NoClaim)]);
+        assert_eq!(hub_of(&step), Some((S, Reason::Switch)));
+        // C's claim is fresher: C wins, whoever reports it.
+        let mut r = Resolver::new(hubs.clone(), 1);
+        r.observe(now, &[(P, &claim(A, "a", at(1)))]);
+        r.published();
+        let fresher = claim(C, "c", at(11));
+        let step = r.observe(now, &[(S, &fresher), (c, &Verdict::NoClaim), (P, &cb)]);
+        assert_eq!(hub_of(&step), Some((c, Reason::Switch)));
+
+        // Rule 5 with a third hub: on A, C's claim at 12 is seen, then C goes silent and B's
+        // older claim (11) agrees with itself for as long as it likes: held, the worker stays.
+        // B's next word, fresher than C's, moves it.
+        let mut r = Resolver::new(hubs, 2);
+        r.observe(now, &[(P, &claim(A, "a", at(1)))]);
+        r.published();
+        let newest = claim(C, "c", at(12));
+        let step = r.observe(now, &[(c, &newest), (S, &claim(B, "b", at(11)))]);
+        assert_eq!(step.decision, None);
+        assert!(r.pending().is_some_and(|p| p.candidate.hub == c));
+        let gone = Verdict::Error(ProbeError::new(ErrorReason::Timeout, "late"));
+        for _ in 0..3 {
+            let step = r.observe(now, &[(c, &gone), (S, &claim(B, "b", at(11)))]);
+            assert_eq!(step.decision, None);
+            assert!(
+                matches!(&step.held, Some(Held { why: Hold::NotFresherThanBasis { basis, .. }, .. }) if basis.last_updated == at(12)),
+                "{step:?}"
+            );
+        }
+        assert_eq!(r.established(), Some(P));
+        for _ in 0..2 {
+            r.observe(now, &[(c, &gone), (S, &claim(B, "b", at(13)))]);
+        }
+        assert_eq!(r.established(), Some(S));
     }
 
     #[test]
@@ -1089,25 +1186,44 @@ mod tests {
 
 #[cfg(test)]
 mod properties {
+    //! The rule's properties for 2 to 5 hubs: the hubs are `primary`, `secondary`, then
+    //! listed ones, and claims name any of them or an endpoint that is not configured.
     use super::*;
     use crate::verdict::{ErrorReason, ProbeError};
     use jiff::Timestamp;
     use proptest::prelude::*;
 
-    const ENDPOINTS: [&str; 3] = [
+    const ENDPOINTS: [&str; 6] = [
         "https://10.1.80.11:6443",
         "https://10.1.80.12:6443",
+        "https://10.1.80.13:6443",
+        "https://10.1.80.14:6443",
+        "https://10.1.80.15:6443",
         "https://198.51.100.7:6443",
     ];
+    const ROGUE: usize = 5;
 
-    fn hubs() -> Vec<(HubId, Endpoint)> {
-        vec![
-            (HubId::Primary, Endpoint::parse(ENDPOINTS[0]).unwrap()),
-            (HubId::Secondary, Endpoint::parse(ENDPOINTS[1]).unwrap()),
-        ]
+    fn ids(k: usize) -> Vec<HubId> {
+        [
+            HubId::PRIMARY,
+            HubId::SECONDARY,
+            HubId::named("hub-c"),
+            HubId::named("hub-d"),
+            HubId::named("hub-e"),
+        ][..k]
+            .to_vec()
     }
 
-    fn verdict() -> impl Strategy<Value = Verdict> {
+    fn hubs(k: usize) -> Vec<(HubId, Endpoint)> {
+        ids(k)
+            .into_iter()
+            .zip(ENDPOINTS)
+            .map(|(h, e)| (h, Endpoint::parse(e).unwrap()))
+            .collect()
+    }
+
+    /// A verdict of one of `k` hubs: claims name one of the `k` or the rogue endpoint.
+    fn verdict(k: usize) -> impl Strategy<Value = Verdict> {
         prop_oneof![
             Just(Verdict::NoClaim),
             Just(Verdict::Error(ProbeError::new(
@@ -1115,12 +1231,13 @@ mod properties {
                 "refused"
             ))),
             (
-                0usize..3,
+                0..=k,
                 0u8..2,
                 proptest::option::of(0i64..5),
                 proptest::option::of(0u64..4)
             )
-                .prop_map(|(e, id, t, epoch)| {
+                .prop_map(move |(e, id, t, epoch)| {
+                    let e = if e == k { ROGUE } else { e };
                     Verdict::Claim(Claim {
                         endpoint: Endpoint::parse(ENDPOINTS[e]).unwrap(),
                         identity: Some(format!("ctrl-{id}")),
@@ -1131,26 +1248,43 @@ mod properties {
         ]
     }
 
-    fn rounds() -> impl Strategy<Value = Vec<(Verdict, Verdict)>> {
-        proptest::collection::vec((verdict(), verdict()), 1..40)
+    /// A number of hubs from 2 to 5, and rounds of one verdict per hub.
+    fn rounds() -> impl Strategy<Value = (usize, Vec<Vec<Verdict>>)> {
+        (2usize..=5).prop_flat_map(|k| {
+            (
+                Just(k),
+                proptest::collection::vec(proptest::collection::vec(verdict(k), k), 1..40),
+            )
+        })
     }
 
-    fn run(n: u32, rounds: &[(Verdict, Verdict)]) -> Vec<Step> {
-        run_with_bases(n, rounds)
+    fn run(n: u32, k: usize, rounds: &[Vec<Verdict>]) -> Vec<Step> {
+        run_with_bases(n, k, rounds)
             .into_iter()
             .map(|(s, _)| s)
             .collect()
     }
 
     /// Each round's step, with the basis the resolver held before it.
-    fn run_with_bases(n: u32, rounds: &[(Verdict, Verdict)]) -> Vec<(Step, Option<Claim>)> {
-        let mut r = Resolver::new(hubs(), n);
+    fn run_with_bases(n: u32, k: usize, rounds: &[Vec<Verdict>]) -> Vec<(Step, Option<Claim>)> {
+        run_in_order(n, k, rounds, |v| v)
+    }
+
+    /// As `run_with_bases`, with each round's verdicts handed over in the order `order` makes.
+    fn run_in_order(
+        n: u32,
+        k: usize,
+        rounds: &[Vec<Verdict>],
+        order: impl Fn(Vec<(HubId, &Verdict)>) -> Vec<(HubId, &Verdict)>,
+    ) -> Vec<(Step, Option<Claim>)> {
+        let mut r = Resolver::new(hubs(k), n);
         rounds
             .iter()
-            .map(|(p, s)| {
+            .map(|round| {
                 let before = r.basis().cloned();
                 let now = Timestamp::from_second(1_800_000_000 + 86_400).unwrap();
-                let step = r.observe(now, &[(HubId::Primary, p), (HubId::Secondary, s)]);
+                let verdicts = order(ids(k).into_iter().zip(round).collect());
+                let step = r.observe(now, &verdicts);
                 if step.decision.is_some() {
                     r.published();
                 }
@@ -1159,34 +1293,42 @@ mod properties {
             .collect()
     }
 
-    fn targets(v: &Verdict) -> Option<HubId> {
+    fn targets(v: &Verdict, k: usize) -> Option<HubId> {
         match v {
-            Verdict::Claim(c) if c.endpoint.as_str() == ENDPOINTS[0] => Some(HubId::Primary),
-            Verdict::Claim(c) if c.endpoint.as_str() == ENDPOINTS[1] => Some(HubId::Secondary),
+            Verdict::Claim(c) => ENDPOINTS[..k]
+                .iter()
+                .position(|e| c.endpoint.as_str() == *e)
+                .map(|i| ids(k)[i]),
             _ => None,
         }
     }
 
+    fn names(round: &[Verdict], k: usize, hub: HubId) -> bool {
+        round.iter().any(|v| targets(v, k) == Some(hub))
+    }
+
     proptest! {
         #[test]
-        fn an_unconfigured_endpoint_is_never_selected(n in 1u32..4, rs in rounds()) {
-            for (step, (p, s)) in run(n, &rs).iter().zip(&rs) {
+        fn an_unconfigured_endpoint_is_never_selected(n in 1u32..4, (k, rs) in rounds()) {
+            for (step, round) in run(n, k, &rs).iter().zip(&rs) {
                 if let Some(d) = &step.decision {
                     if d.reason != Reason::Default {
-                        prop_assert!(targets(p) == Some(d.hub) || targets(s) == Some(d.hub));
+                        prop_assert!(names(round, k, d.hub));
+                    } else {
+                        prop_assert_eq!(d.hub, HubId::PRIMARY);
                     }
                 }
             }
         }
 
         #[test]
-        fn a_switch_is_preceded_by_n_rounds_naming_its_hub(n in 1u32..4, rs in rounds()) {
-            let steps = run(n, &rs);
+        fn a_switch_is_preceded_by_n_rounds_naming_its_hub(n in 1u32..4, (k, rs) in rounds()) {
+            let steps = run(n, k, &rs);
             for (i, step) in steps.iter().enumerate() {
                 if let Some(d) = step.decision.as_ref().filter(|d| d.reason == Reason::Switch) {
                     prop_assert!(i + 1 >= n as usize);
-                    for (p, s) in &rs[i + 1 - n as usize..=i] {
-                        prop_assert!(targets(p) == Some(d.hub) || targets(s) == Some(d.hub),
+                    for round in &rs[i + 1 - n as usize..=i] {
+                        prop_assert!(names(round, k, d.hub),
                             "a round within the confirmation window did not name {}", d.hub);
                     }
                     // The rounds leading up to the switch published nothing.
@@ -1198,17 +1340,17 @@ mod properties {
         }
 
         #[test]
-        fn rounds_without_a_usable_claim_never_switch(n in 1u32..4, rs in rounds()) {
-            for (step, (p, s)) in run(n, &rs).iter().zip(&rs) {
-                if targets(p).is_none() && targets(s).is_none() {
+        fn rounds_without_a_usable_claim_never_switch(n in 1u32..4, (k, rs) in rounds()) {
+            for (step, round) in run(n, k, &rs).iter().zip(&rs) {
+                if round.iter().all(|v| targets(v, k).is_none()) {
                     prop_assert!(step.decision.as_ref().is_none_or(|d| d.reason == Reason::Default));
                 }
             }
         }
 
         #[test]
-        fn only_the_first_round_decides_without_a_switch(n in 1u32..4, rs in rounds()) {
-            let steps = run(n, &rs);
+        fn only_the_first_round_decides_without_a_switch(n in 1u32..4, (k, rs) in rounds()) {
+            let steps = run(n, k, &rs);
             prop_assert!(steps[0].decision.is_some());
             for step in &steps[1..] {
                 prop_assert!(step.decision.as_ref().is_none_or(|d| d.reason == Reason::Switch));
@@ -1216,8 +1358,8 @@ mod properties {
         }
 
         #[test]
-        fn a_switch_rests_on_a_claim_fresher_than_the_basis_it_leaves(n in 1u32..4, rs in rounds()) {
-            for (step, before) in run_with_bases(n, &rs) {
+        fn a_switch_rests_on_a_claim_fresher_than_the_basis_it_leaves(n in 1u32..4, (k, rs) in rounds()) {
+            for (step, before) in run_with_bases(n, k, &rs) {
                 let Some(d) = step.decision.filter(|d| d.reason == Reason::Switch) else { continue };
                 let Some(floor) = before.filter(|b| b.epoch.is_some() || b.last_updated.is_some()) else { continue };
                 let basis = d.basis.expect("a switch rests on a claim");
@@ -1227,8 +1369,20 @@ mod properties {
         }
 
         #[test]
-        fn the_same_inputs_give_the_same_outputs(n in 1u32..4, rs in rounds()) {
-            prop_assert_eq!(run(n, &rs), run(n, &rs));
+        fn the_same_inputs_give_the_same_outputs(n in 1u32..4, (k, rs) in rounds()) {
+            prop_assert_eq!(run(n, k, &rs), run(n, k, &rs));
+        }
+
+        /// Ties go by configuration order, not by the order the reads came back in.
+        #[test]
+        fn the_order_the_verdicts_arrive_in_does_not_matter(n in 1u32..4, (k, rs) in rounds(), rotate in 0usize..5) {
+            let rotated = run_in_order(n, k, &rs, |mut v| {
+                let by = rotate % v.len();
+                v.rotate_left(by);
+                v.reverse();
+                v
+            });
+            prop_assert_eq!(run_with_bases(n, k, &rs), rotated);
         }
     }
 }

@@ -136,6 +136,70 @@ async fn a_failover_switches_after_exactly_n_confirming_rounds() {
     );
 }
 
+/// A third hub from `--hubs`: read every round, followed when it is promoted, and shown under
+/// its own name in the handoff, the metrics and `/status`; and the worker's environment names
+/// its own credential files.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_promotion_of_a_third_listed_hub_is_followed() {
+    let hubs = Hubs::start().await;
+    let third =
+        support::fake_hub::FakeHub::start(support::NAMESPACE, support::CLUSTER, "third-token-e5f6")
+            .await;
+    let (token, ca) = third.write_credentials(&hubs.dir.path().join("third"));
+    let claim_all = |endpoint: &str, identity: &str| {
+        for hub in [&hubs.primary, &hubs.secondary, &third] {
+            hub.claim(endpoint, identity);
+        }
+    };
+    claim_all(&hubs.primary.endpoint(), "ctrl-a");
+    let mut args = hubs.args("400ms", "300ms", 3);
+    args.push(format!(
+        "--hubs=hub-c={},token-file={},ca-file={}",
+        third.endpoint(),
+        token.display(),
+        ca.display()
+    ));
+    let s = Sidecar::spawn(&args, &hubs.handoff_dir());
+    s.wait_until("a decision is published", Duration::from_secs(10), |s| {
+        s.handoff().is_some()
+    });
+    assert_eq!(published_hub(&s), "primary");
+    let before = third.requests();
+
+    // The Active moves to the third hub; the other two mirror its claim.
+    claim_all(&third.endpoint(), "ctrl-c");
+    s.wait_until("the switch is published", Duration::from_secs(20), |s| {
+        published_hub(s) == "hub-c"
+    });
+    let h = s.handoff().unwrap();
+    assert_eq!(h["reason"], "switch");
+    assert_eq!(h["endpoint"], third.endpoint());
+    assert_eq!(h["tokenFile"], token.display().to_string(), "{h}");
+    assert!(
+        third.requests() >= before + 3,
+        "the third hub was not read each round"
+    );
+    assert_eq!(pending_counts(&s), ["1", "2"], "{}", s.logs());
+    assert_eq!(s.metric("kubeslice_worker_hub_active{hub=\"hub-c\"}"), 1.0);
+    assert_eq!(
+        s.metric("kubeslice_worker_hub_active{hub=\"primary\"}"),
+        0.0
+    );
+    assert!(
+        s.metric("kubeslice_worker_hub_last_probe_success_timestamp_seconds{hub=\"hub-c\"}") > 0.0
+    );
+    let status = s.status();
+    assert_eq!(
+        status["hubs"]["hub-c"]["endpoint"],
+        third.endpoint(),
+        "{status}"
+    );
+    // The worker is started with the third hub's endpoint and credentials.
+    let env = std::fs::read_to_string(hubs.handoff_dir().join("active-hub.env")).unwrap();
+    assert!(env.contains(&third.endpoint()), "{env}");
+    assert!(env.contains(&token.display().to_string()), "{env}");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn confirming_reads_run_at_the_confirm_interval_and_still_need_n_rounds() {
     let mut hubs = Hubs::start().await;

@@ -24,7 +24,7 @@ async fn fixture() -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let (token_file, ca_file) = hub.write_credentials(dir.path());
     let config = HubConfig {
-        id: HubId::Secondary,
+        id: HubId::SECONDARY,
         endpoint: Endpoint::parse(&hub.endpoint()).unwrap(),
         raw_endpoint: hub.endpoint(),
         token_file,
@@ -220,7 +220,7 @@ async fn tls_server_name_verifies_a_certificate_that_lacks_the_endpoint_ip() {
     let dir = tempfile::tempdir().unwrap();
     let (token_file, ca_file) = hub.write_credentials(dir.path());
     let mut config = HubConfig {
-        id: HubId::Primary,
+        id: HubId::PRIMARY,
         endpoint: Endpoint::parse(&hub.endpoint()).unwrap(),
         raw_endpoint: hub.endpoint(),
         token_file,

@@ -493,7 +493,7 @@ fn exec_exports_the_decision_and_becomes_the_command() {
     let handoff = hub_follower::handoff::Handoff {
         endpoint: "https://10.1.80.12:6443".into(),
         ..support::builders::handoff(
-            hub_follower::verdict::HubId::Secondary,
+            hub_follower::verdict::HubId::SECONDARY,
             9,
             hub_follower::resolver::Reason::Switch,
         )

@@ -29,7 +29,9 @@ use hub_follower::resolver::Reason;
 use hub_follower::restart::machine::{Ack, Action, Decision, Event, Machine, Request};
 use hub_follower::restart::process::ProcessId;
 use hub_follower::restart::{Outcome, Phase};
-use hub_follower::verdict::HubId::{self, Primary as P, Secondary as S};
+use hub_follower::verdict::HubId;
+const P: HubId = HubId::PRIMARY;
+const S: HubId = HubId::SECONDARY;
 
 fn secs(s: f64) -> Duration {
     Duration::from_secs_f64(s)

@@ -1,5 +1,5 @@
 //! Deterministic simulation of the follower: the decision core and the restart pacing, driven by
-//! a virtual clock through two simulated hubs with failures, partitions, promotions, flapping
+//! a virtual clock through two to five simulated hubs (by seed) with failures, partitions, promotions, flapping
 //! claims, rogue endpoints and clock skew, and a worker-operator as the real one behaves: it
 //! erases the claim on the hub it talks to. Invariants are checked after every round.
 //!
@@ -19,9 +19,13 @@ use hub_follower::restart::pacing::Pacer;
 use hub_follower::verdict::{ErrorReason, HubId, ProbeError, Verdict};
 use jiff::Timestamp;
 
-const P: HubId = HubId::Primary;
-const S: HubId = HubId::Secondary;
-const EP: [&str; 2] = ["https://10.1.80.11:6443", "https://10.1.80.12:6443"];
+const EP: [&str; 5] = [
+    "https://10.1.80.11:6443",
+    "https://10.1.80.12:6443",
+    "https://10.1.80.13:6443",
+    "https://10.1.80.14:6443",
+    "https://10.1.80.15:6443",
+];
 const ROGUE: &str = "https://203.0.113.66:6443";
 const N: u32 = 3;
 const POLL: Duration = Duration::from_secs(10);
@@ -31,19 +35,37 @@ const COOLDOWN: Duration = Duration::from_secs(60);
 const ROUNDS: usize = 300;
 const T0: i64 = 1_800_000_000;
 
-fn idx(h: HubId) -> usize {
-    match h {
-        HubId::Primary => 0,
-        HubId::Secondary => 1,
-    }
+/// The hubs of a world of `k`, in configuration order: primary, secondary, then listed ones.
+fn ids(k: usize) -> Vec<HubId> {
+    [
+        HubId::PRIMARY,
+        HubId::SECONDARY,
+        HubId::named("hub-c"),
+        HubId::named("hub-d"),
+        HubId::named("hub-e"),
+    ][..k]
+        .to_vec()
 }
 
-fn other(h: HubId) -> HubId {
-    if h == P {
-        S
-    } else {
-        P
-    }
+fn idx(h: HubId) -> usize {
+    ids(EP.len()).iter().position(|x| *x == h).unwrap()
+}
+
+/// The resolver of a world of `k` hubs.
+fn resolver_for(k: usize) -> Resolver {
+    Resolver::new(
+        ids(k)
+            .into_iter()
+            .zip(EP)
+            .map(|(h, e)| (h, Endpoint::parse(e).unwrap()))
+            .collect(),
+        N,
+    )
+}
+
+/// One round's verdicts as the resolver takes them.
+fn observed(k: usize, verdicts: &[Verdict]) -> Vec<(HubId, &Verdict)> {
+    ids(k).into_iter().zip(verdicts).collect()
 }
 
 /// What a hub publishes: the declaration of the Active it last learned of.
@@ -68,14 +90,16 @@ impl Declaration {
 
 struct World {
     rng: fastrand::Rng,
+    /// How many hubs: 2 to 5.
+    k: usize,
     active: HubId,
     epoch: u64,
     /// Whether the controllers publish an epoch.
     epochs: bool,
-    up: [bool; 2],
+    up: Vec<bool>,
     partitioned: bool,
-    skew_secs: [i64; 2],
-    declared: [Option<Declaration>; 2],
+    skew_secs: Vec<i64>,
+    declared: Vec<Option<Declaration>>,
     /// Every declaration ever made, for hubs restored with an old one.
     history: Vec<Declaration>,
 }
@@ -83,28 +107,33 @@ struct World {
 impl World {
     fn new(seed: u64) -> Self {
         let mut rng = fastrand::Rng::with_seed(seed);
+        let k = 2 + (seed % 4) as usize;
         // A third of the worlds have controllers whose clocks are up to ten minutes off.
         let range = if rng.usize(0..3) == 0 { 600 } else { 30 };
-        let skew_secs = [rng.i64(-range..=range), rng.i64(-range..=range)];
+        let skew_secs = (0..k).map(|_| rng.i64(-range..=range)).collect();
         Self {
-            active: if rng.bool() { P } else { S },
+            k,
+            active: ids(k)[rng.usize(0..k)],
             epochs: rng.bool(),
             rng,
             epoch: 0,
-            up: [true, true],
+            up: vec![true; k],
             partitioned: false,
             skew_secs,
-            declared: [None, None],
+            declared: vec![None; k],
             history: Vec::new(),
         }
     }
 
     /// Moves the world on by one round at virtual time `t`, with the worker talking to
     /// `worker`, and returns what each hub answers.
-    fn step(&mut self, t: Duration, worker: Option<HubId>) -> [Verdict; 2] {
+    fn step(&mut self, t: Duration, worker: Option<HubId>) -> Vec<Verdict> {
+        let k = self.k;
         let r = &mut self.rng;
         if r.f64() < 0.03 {
-            self.active = other(self.active);
+            // A promotion of any other hub.
+            let from = idx(self.active);
+            self.active = ids(k)[(from + r.usize(1..k)) % k];
             self.epoch += 1;
         }
         for up in &mut self.up {
@@ -127,17 +156,20 @@ impl World {
             self.history.push(d.clone());
             self.declared[a] = Some(d);
             if !self.partitioned {
-                // The Standby mirrors the Active's declaration.
-                self.declared[1 - a] = self.declared[a].clone();
+                // The Standbys mirror the Active's declaration.
+                for h in (0..k).filter(|h| *h != a) {
+                    self.declared[h] = self.declared[a].clone();
+                }
             }
         }
         // A Standby hub restored from an old backup: it carries an old claim until the Active
         // reaches it again.
         if self.rng.f64() < 0.02 && !self.history.is_empty() {
             let old = self.history[self.rng.usize(0..self.history.len())].clone();
-            self.declared[1 - a] = Some(old);
+            let standby = (a + self.rng.usize(1..k)) % k;
+            self.declared[standby] = Some(old);
         }
-        let mut out = [Verdict::NoClaim, Verdict::NoClaim];
+        let mut out = vec![Verdict::NoClaim; k];
         for (h, v) in out.iter_mut().enumerate() {
             let r = &mut self.rng;
             *v = if !self.up[h] {
@@ -189,18 +221,18 @@ fn names(v: &Verdict) -> Named {
         Verdict::Claim(c) => EP
             .iter()
             .position(|e| Endpoint::parse(e).unwrap() == c.endpoint)
-            .map(|i| ([P, S][i], c.identity.clone())),
+            .map(|i| (ids(EP.len())[i], c.identity.clone())),
         _ => None,
     }
 }
 
-fn names_hub(named: &[Named; 2], hub: HubId) -> bool {
+fn names_hub(named: &[Named], hub: HubId) -> bool {
     named.iter().flatten().any(|(h, _)| *h == hub)
 }
 
 /// The claims of a round that have a say, with the hub each names: the simulation's own
 /// reading of rules 1–3, not the resolver's.
-fn usable(verdicts: &[Verdict; 2], clock: Timestamp) -> Vec<(HubId, Claim)> {
+fn usable(verdicts: &[Verdict], clock: Timestamp) -> Vec<(HubId, Claim)> {
     verdicts
         .iter()
         .filter_map(|v| match v {
@@ -230,17 +262,12 @@ fn run(seed: u64, rule: Rule, verbose: bool) -> Result<(), String> {
         ))
     };
     let mut world = World::new(seed);
-    let mut resolver = Resolver::new(
-        vec![
-            (P, Endpoint::parse(EP[0]).unwrap()),
-            (S, Endpoint::parse(EP[1]).unwrap()),
-        ],
-        N,
-    );
+    let k = world.k;
+    let mut resolver = resolver_for(k);
     let base = tokio::time::Instant::now();
     let mut pacer = Pacer::new(JITTER, COOLDOWN);
     let mut t = Duration::ZERO;
-    let mut history: Vec<[Named; 2]> = Vec::new();
+    let mut history: Vec<Vec<Named>> = Vec::new();
     let mut last_decision_round = 0;
     let mut worker: Option<HubId> = None;
     let mut restart_at: Option<Duration> = None;
@@ -250,6 +277,9 @@ fn run(seed: u64, rule: Rule, verbose: bool) -> Result<(), String> {
     // followed, since it was decided on. And the freshest usable claim seen at all.
     let mut floor: Option<Claim> = None;
     let mut freshest_seen: Option<(HubId, Claim)> = None;
+    // And, per hub other than the one followed, the freshest usable claim naming it since the
+    // last decision: with three hubs or more, a claim older than one of these is old news.
+    let mut others: Vec<(HubId, Claim)> = Vec::new();
     let mut news: Vec<bool> = Vec::new();
 
     for round in 0..ROUNDS {
@@ -259,7 +289,7 @@ fn run(seed: u64, rule: Rule, verbose: bool) -> Result<(), String> {
             let has_say = matches!(v, Verdict::Claim(c) if !usable(&[v.clone(), Verdict::NoClaim], clock).is_empty() && c.endpoint.as_str() != ROGUE);
             names(v).filter(|_| has_say)
         };
-        history.push([named(&verdicts[0]), named(&verdicts[1])]);
+        history.push(verdicts.iter().map(named).collect());
         let claims = usable(&verdicts, clock);
         let established = resolver.established();
         for (hub, c) in &claims {
@@ -277,24 +307,35 @@ fn run(seed: u64, rule: Rule, verbose: bool) -> Result<(), String> {
                 freshest_seen = Some((*hub, c.clone()));
             }
         }
-        // Whether this round's claims for another hub are news: fresher than the basis.
+        for (hub, c) in claims.iter().filter(|(h, _)| Some(*h) != established) {
+            match others.iter_mut().find(|(h, _)| h == hub) {
+                Some((_, kept)) if freshness(c, kept) == Ordering::Greater => *kept = c.clone(),
+                Some(_) => {}
+                None => others.push((*hub, c.clone())),
+            }
+        }
+        // Whether this round's claims for another hub are news: fresher than the basis, and
+        // no older than any claim for a third hub seen since the decision.
         news.push(claims.iter().all(|(hub, c)| {
             Some(*hub) == established
-                || floor
+                || (floor
                     .as_ref()
                     .is_none_or(|f| freshness(c, f) == Ordering::Greater)
+                    && others
+                        .iter()
+                        .all(|(h, o)| h == hub || freshness(o, c) != Ordering::Greater))
         }));
         if rule == Rule::WithoutBasis {
             resolver.forget_basis();
         }
-        let step = resolver.observe(clock, &[(P, &verdicts[0]), (S, &verdicts[1])]);
+        let step = resolver.observe(clock, &observed(k, &verdicts));
         if step.decision.is_some() {
             // The follower's write succeeds.
             resolver.published();
         }
         if verbose {
             println!(
-                "t={:>5}s active={:?} epoch={} up={:?} part={} worker={:?} verdicts={:?} -> {:?} pending={:?}",
+                "k={k} t={:>5}s active={:?} epoch={} up={:?} part={} worker={:?} verdicts={:?} -> {:?} pending={:?}",
                 t.as_secs(),
                 world.active,
                 world.epoch,
@@ -360,6 +401,20 @@ fn run(seed: u64, rule: Rule, verbose: bool) -> Result<(), String> {
                             );
                         }
                     }
+                    // Invariant, with three hubs or more: never a switch on a claim older than a
+                    // claim for a third hub seen since the last decision.
+                    if let Some((h, o)) = others
+                        .iter()
+                        .find(|(h, o)| *h != d.hub && freshness(o, on) == Ordering::Greater)
+                    {
+                        return fail(
+                            round,
+                            format!(
+                                "switched to {} on {on:?}, older than {o:?} naming {h}",
+                                d.hub
+                            ),
+                        );
+                    }
                     // Invariant, with epochs: whatever the clocks say, a switch goes to the hub
                     // that the freshest claim seen so far names.
                     if world.epochs {
@@ -388,6 +443,7 @@ fn run(seed: u64, rule: Rule, verbose: bool) -> Result<(), String> {
                 }
             }
             floor = d.basis.clone();
+            others.clear();
             last_decision_round = round;
         } else if round == 0 {
             return fail(round, "no decision at startup".into());
@@ -508,22 +564,18 @@ fn the_simulation_exercises_switches_erasures_stale_claims_and_rogue_claims() {
     // A simulation that never switched would prove nothing: count what the seeds produce.
     let (mut switches, mut rogue, mut stale, mut held, mut skewed, mut with_epochs) =
         (0, 0, 0, 0, 0, 0);
+    let mut sizes = [0usize; 6];
     for seed in 0..50 {
         let mut world = World::new(seed);
         skewed += usize::from(world.skew_secs.iter().any(|s| s.abs() > 60));
         with_epochs += usize::from(world.epochs);
-        let mut resolver = Resolver::new(
-            vec![
-                (P, Endpoint::parse(EP[0]).unwrap()),
-                (S, Endpoint::parse(EP[1]).unwrap()),
-            ],
-            N,
-        );
+        sizes[world.k] += 1;
+        let mut resolver = resolver_for(world.k);
         for round in 0..ROUNDS {
             let t = POLL * round as u32;
             let v = world.step(t, resolver.established());
             let clock = Timestamp::from_second(T0 + t.as_secs() as i64).unwrap();
-            let step = resolver.observe(clock, &[(P, &v[0]), (S, &v[1])]);
+            let step = resolver.observe(clock, &observed(world.k, &v));
             if step.decision.is_some() {
                 resolver.published();
             }
@@ -547,5 +599,9 @@ fn the_simulation_exercises_switches_erasures_stale_claims_and_rogue_claims() {
     assert!(
         with_epochs >= 10,
         "only {with_epochs} of 50 worlds with epochs"
+    );
+    assert!(
+        sizes[2..].iter().all(|n| *n >= 10),
+        "worlds by number of hubs (0 to 5): {sizes:?}"
     );
 }

@@ -195,6 +195,87 @@ async fn an_event_storm_costs_a_bounded_number_of_rounds() {
     assert_eq!(published(&s), ("primary".into(), 1));
 }
 
+/// A promotion seen by the watch (hub A still claims A, as an old Active that stopped
+/// publishing would; B claims B, fresher), then one confirming read of B answered with
+/// `fault`, as reads are when a whole fleet confirms at once: the streak is broken. Returns
+/// the sidecar once it switched, and when the fault was lifted. Reads come every 10 minutes
+/// otherwise, so the switch can only come from the quick read.
+fn broken_once_then_switched(hubs: &Hubs, fault: support::fake_hub::Fault) -> (Sidecar, Instant) {
+    let s = started(hubs, &watch_args(hubs, "10m", "2s"));
+    s.wait_until("both watches are up", Duration::from_secs(10), watches_up);
+    hubs.secondary.claim(&hubs.secondary.endpoint(), "ctrl-b");
+    s.wait_until("the first confirming read", Duration::from_secs(10), |s| {
+        s.status()["pending"]["count"].as_u64() == Some(1)
+    });
+    hubs.secondary.set_fault(fault);
+    s.wait_until(
+        "the failed read broke the streak",
+        Duration::from_secs(10),
+        |s| s.status()["pending"].is_null(),
+    );
+    let lifted = Instant::now();
+    hubs.secondary.set_fault(support::fake_hub::Fault::None);
+    s.wait_until("the switch", Duration::from_secs(30), |s| {
+        published(s).0 == "secondary"
+    });
+    (s, lifted)
+}
+
+/// The next read comes at `--confirm-interval`, not a whole `--poll-interval` later.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_confirming_read_that_fails_is_read_again_at_the_confirm_interval() {
+    let hubs = Hubs::start().await;
+    let (s, _) = broken_once_then_switched(&hubs, support::fake_hub::Fault::Status(500));
+    assert!(
+        s.logs()
+            .contains("reading again at --confirm-interval, once"),
+        "{}",
+        s.logs()
+    );
+}
+
+/// The watch sees the promotion, but the read of the new Active that it starts fails: the
+/// change is unread, and the next read comes at `--confirm-interval`, not 10 minutes later.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_change_the_watch_saw_but_could_not_read_is_read_again_at_the_confirm_interval() {
+    let hubs = Hubs::start().await;
+    let s = started(&hubs, &watch_args(&hubs, "10m", "2s"));
+    s.wait_until("both watches are up", Duration::from_secs(10), watches_up);
+    hubs.secondary
+        .set_fault(support::fake_hub::Fault::Status(503));
+    hubs.secondary.claim(&hubs.secondary.endpoint(), "ctrl-b");
+    s.wait_until(
+        "the read the watch started failed",
+        Duration::from_secs(10),
+        |s| s.status()["hubs"]["secondary"]["reason"] == "server",
+    );
+    hubs.secondary.set_fault(support::fake_hub::Fault::None);
+    s.wait_until("the switch", Duration::from_secs(30), |s| {
+        published(s).0 == "secondary"
+    });
+    assert!(
+        s.logs().contains("left a change the watch saw unread"),
+        "{}",
+        s.logs()
+    );
+}
+
+/// The same, with the new Active shedding load: 429 and `Retry-After: 4`, longer than the
+/// confirm interval. The quick read waits until the hub may be asked again; at the confirm
+/// interval it would find the hub paused, silent again, and be spent.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_quick_read_after_a_429_waits_for_its_retry_after() {
+    let hubs = Hubs::start().await;
+    let (_s, lifted) =
+        broken_once_then_switched(&hubs, support::fake_hub::Fault::StatusRetryAfter(429, 4));
+    // Not before the hub's pause was over: 4 s from the 429, then two more confirming reads.
+    assert!(
+        lifted.elapsed() >= Duration::from_secs(4),
+        "switched {:?} after the 429",
+        lifted.elapsed()
+    );
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn watch_events_do_not_hurry_the_confirming_reads() {
     let hubs = Hubs::start().await;

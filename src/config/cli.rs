@@ -97,6 +97,12 @@ pub struct Settings {
     pub secondary_ca_file: PathBuf,
     #[arg(long, env = "HUB_SECONDARY_TLS_SERVER_NAME", global = true)]
     pub secondary_tls_server_name: Option<String>,
+    /// More hubs, after the primary and the secondary, in tie-break order: entries separated by
+    /// `;` or new lines, each NAME=https://HOST[:PORT][,token-file=PATH][,ca-file=PATH]
+    /// [,tls-server-name=NAME]. A token or CA file not given is
+    /// /var/run/secrets/kubernetes.io/hub-NAME-serviceaccount/token (ca.crt).
+    #[arg(long, env = "HUB_HUBS", global = true)]
+    pub hubs: Option<String>,
     /// Name of this worker's Cluster object on the hubs.
     #[arg(long, env = "CLUSTER_NAME", global = true)]
     pub cluster_name: Option<String>,

@@ -19,7 +19,9 @@ pub use values::{ConfigError, LogFormat};
 
 use crate::claim::Endpoint;
 use crate::verdict::HubId;
-use values::{parse, Count, Interval, Listen, NamespaceName, ObjectName, ServerName, Toggle};
+use values::{
+    parse, Count, HubList, Interval, Listen, NamespaceName, ObjectName, ServerName, Toggle,
+};
 
 /// One configured hub.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -63,6 +65,9 @@ pub struct EventsConfig {
     pub pod_uid: Option<String>,
 }
 
+/// At most this many hubs: each is read every round, and each is a set of metric series.
+pub const MAX_HUBS: usize = 8;
+
 /// The deadline of a read when `--probe-timeout` is not set, or half the poll interval when
 /// that is shorter.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
@@ -76,21 +81,23 @@ const WATCHED_POLL_INTERVAL: Duration = Duration::from_secs(120);
 impl Config {
     pub fn from_settings(s: &Settings) -> Result<Self, ConfigError> {
         let primary = hub(
-            HubId::Primary,
+            HubId::PRIMARY,
             required("hub_endpoint", &s.hub_endpoint)?,
             &s.hub_token_file,
             &s.hub_ca_file,
-            ("hub_tls_server_name", &s.hub_tls_server_name),
+            &s.hub_tls_server_name,
+            Setting::Flag("hub_endpoint", "hub_tls_server_name"),
         )?;
         let mut hubs = vec![primary];
         if let Some(raw) = s.secondary_endpoint.as_deref().map(str::trim) {
             if !raw.is_empty() {
                 let secondary = hub(
-                    HubId::Secondary,
+                    HubId::SECONDARY,
                     raw,
                     &s.secondary_token_file,
                     &s.secondary_ca_file,
-                    ("secondary_tls_server_name", &s.secondary_tls_server_name),
+                    &s.secondary_tls_server_name,
+                    Setting::Flag("secondary_endpoint", "secondary_tls_server_name"),
                 )?;
                 if secondary.endpoint == hubs[0].endpoint {
                     return Err(ConfigError::new(
@@ -103,6 +110,57 @@ impl Config {
                 }
                 hubs.push(secondary);
             }
+        }
+        let list: HubList = parse("hubs", s.hubs.as_deref().unwrap_or(""))?;
+        for (i, entry) in list.0.iter().enumerate() {
+            let at = |problem: String| {
+                ConfigError::new(
+                    "hubs",
+                    format!("entry {} ({:?}): {problem}", i + 1, entry.name),
+                )
+            };
+            if matches!(entry.name.as_str(), "primary" | "secondary")
+                || hubs.iter().any(|h| h.id.as_str() == entry.name)
+            {
+                return Err(at(format!(
+                    "the name {:?} {}; each hub needs a name of its own",
+                    entry.name,
+                    match entry.name.as_str() {
+                        "primary" => "is the hub of --hub-endpoint",
+                        "secondary" => "is kept for the hub of --secondary-endpoint",
+                        _ => "is taken by an earlier entry",
+                    }
+                )));
+            }
+            let dir = PathBuf::from(format!(
+                "/var/run/secrets/kubernetes.io/hub-{}-serviceaccount",
+                entry.name
+            ));
+            let config = hub(
+                HubId::named(&entry.name),
+                &entry.endpoint,
+                &entry
+                    .token_file
+                    .clone()
+                    .unwrap_or_else(|| dir.join("token")),
+                &entry.ca_file.clone().unwrap_or_else(|| dir.join("ca.crt")),
+                &entry.tls_server_name,
+                Setting::ListEntry(i + 1),
+            )?;
+            if let Some(same) = hubs.iter().find(|h| h.endpoint == config.endpoint) {
+                return Err(at(format!(
+                    "names the same hub as {:?} ({}); each hub must differ",
+                    same.id.as_str(),
+                    config.endpoint
+                )));
+            }
+            hubs.push(config);
+        }
+        if hubs.len() > MAX_HUBS {
+            return Err(ConfigError::new(
+                "hubs",
+                format!("at most {MAX_HUBS} hubs in all, got {}", hubs.len()),
+            ));
         }
 
         let cluster_name: ObjectName =
@@ -209,20 +267,39 @@ impl Config {
     }
 }
 
+/// Where a hub's settings came from, for the errors: its own flags, or an entry of `--hubs`.
+enum Setting {
+    /// The endpoint's and the server name's setting ids.
+    Flag(&'static str, &'static str),
+    /// The entry's number, from 1.
+    ListEntry(usize),
+}
+
+impl Setting {
+    fn error(&self, id: HubId, which: usize, problem: String) -> ConfigError {
+        match self {
+            Setting::Flag(endpoint, server_name) => {
+                ConfigError::new([endpoint, server_name][which], problem)
+            }
+            Setting::ListEntry(i) => {
+                ConfigError::new("hubs", format!("entry {i} ({:?}): {problem}", id.as_str()))
+            }
+        }
+    }
+}
+
 fn hub(
     id: HubId,
     raw: &str,
     token_file: &std::path::Path,
     ca_file: &std::path::Path,
-    (name_id, server_name): (&str, &Option<String>),
+    server_name: &Option<String>,
+    from: Setting,
 ) -> Result<HubConfig, ConfigError> {
-    let endpoint_id = match id {
-        HubId::Primary => "hub_endpoint",
-        HubId::Secondary => "secondary_endpoint",
-    };
     let endpoint = Endpoint::parse(raw).map_err(|e| {
-        ConfigError::new(
-            endpoint_id,
+        from.error(
+            id,
+            0,
             format!(
                 "expected an absolute https:// URL such as https://10.1.80.11:6443; {raw:?} {e}"
             ),
@@ -230,7 +307,11 @@ fn hub(
     })?;
     let tls_server_name = match server_name.as_deref().map(str::trim) {
         None | Some("") => None,
-        Some(name) => Some(parse::<ServerName>(name_id, name)?.0),
+        Some(name) => Some(
+            name.parse::<ServerName>()
+                .map_err(|e| from.error(id, 1, e))?
+                .0,
+        ),
     };
     Ok(HubConfig {
         id,
@@ -316,6 +397,43 @@ mod tests {
     }
 
     #[test]
+    fn listed_hubs_follow_the_primary_and_secondary_in_order_with_their_own_credentials() {
+        let mut args = base();
+        args.push("--hubs=hub-c=https://10.1.80.13:6443 ; hub-d=https://10.1.80.14:6443,token-file=/t/d,ca-file=/c/d.crt,tls-server-name=hub-d.internal");
+        let c = Config::from_settings(&settings(&args)).unwrap();
+        let names: Vec<&str> = c.hubs.iter().map(|h| h.id.as_str()).collect();
+        assert_eq!(names, ["primary", "secondary", "hub-c", "hub-d"]);
+        assert_eq!(
+            c.hubs[2].token_file,
+            PathBuf::from("/var/run/secrets/kubernetes.io/hub-hub-c-serviceaccount/token")
+        );
+        assert_eq!(
+            c.hubs[2].ca_file,
+            PathBuf::from("/var/run/secrets/kubernetes.io/hub-hub-c-serviceaccount/ca.crt")
+        );
+        assert_eq!(c.hubs[3].token_file, PathBuf::from("/t/d"));
+        assert_eq!(c.hubs[3].ca_file, PathBuf::from("/c/d.crt"));
+        assert_eq!(c.hubs[3].tls_server_name.as_deref(), Some("hub-d.internal"));
+        assert_eq!(
+            c.hub(HubId::named("hub-d"))
+                .map(|h| h.raw_endpoint.as_str()),
+            Some("https://10.1.80.14:6443")
+        );
+        let order: Vec<HubId> = c.endpoints().into_iter().map(|(h, _)| h).collect();
+        assert_eq!(order, c.hubs.iter().map(|h| h.id).collect::<Vec<_>>());
+        // Without a secondary, a listed hub makes two.
+        let two = settings(&[
+            "--hub-endpoint=https://10.1.80.11:6443",
+            "--hubs=c=https://10.1.80.13:6443",
+            "--cluster-name=worker-1",
+            "--namespace=kubeslice-acme",
+        ]);
+        let c = Config::from_settings(&two).unwrap();
+        assert!(!c.single_hub());
+        assert_eq!(c.hubs[1].id.as_str(), "c");
+    }
+
+    #[test]
     fn without_a_secondary_it_is_single_hub_mode() {
         let s = settings(
             &base()[..1]
@@ -344,6 +462,37 @@ mod tests {
                 &["--secondary-endpoint=10.1.80.12"],
                 "--secondary-endpoint",
                 "absolute",
+            ),
+            (&["--hubs=c"], "--hubs", "entry 1"),
+            (
+                &["--hubs=c=https://10.1.80.13:6443;d=10.1.80.14"],
+                "--hubs",
+                "entry 2 (\"d\"): expected an absolute https:// URL",
+            ),
+            (
+                &["--hubs=secondary=https://10.1.80.13:6443"],
+                "--hubs",
+                "is kept for the hub of --secondary-endpoint",
+            ),
+            (
+                &["--hubs=c=https://10.1.80.13:6443;c=https://10.1.80.14:6443"],
+                "--hubs",
+                "entry 2 (\"c\"): the name \"c\" is taken by an earlier entry",
+            ),
+            (
+                &["--hubs=c=https://10.1.80.12:6443/"],
+                "--hubs",
+                "same hub as \"secondary\"",
+            ),
+            (
+                &["--hubs=c=https://10.1.80.13:6443,tls-server-name=a b"],
+                "--hubs",
+                "DNS name",
+            ),
+            (
+                &["--hubs=c=https://h:1;d=https://h:2;e=https://h:3;f=https://h:4;g=https://h:5;h=https://h:6;i=https://h:7"],
+                "--hubs",
+                "at most 8 hubs in all, got 9",
             ),
             (&["--confirmations=0"], "--confirmations", "at least 1"),
             (

@@ -209,9 +209,116 @@ impl FromStr for ServerName {
     }
 }
 
+/// One entry of `--hubs`: a hub beyond the primary and secondary, by name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HubEntry {
+    pub name: String,
+    pub endpoint: String,
+    pub token_file: Option<std::path::PathBuf>,
+    pub ca_file: Option<std::path::PathBuf>,
+    pub tls_server_name: Option<String>,
+}
+
+/// `--hubs`: entries separated by `;` or new lines, each
+/// `NAME=URL[,token-file=PATH][,ca-file=PATH][,tls-server-name=NAME]`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct HubList(pub Vec<HubEntry>);
+
+/// At most this many characters in a hub's name: it is a metric label and a directory name.
+pub const MAX_HUB_NAME: usize = 32;
+
+pub const HUB_LIST_SYNTAX: &str =
+    "NAME=https://HOST[:PORT][,token-file=PATH][,ca-file=PATH][,tls-server-name=NAME]";
+
+impl FromStr for HubList {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let mut entries = Vec::new();
+        for (i, raw) in s
+            .split([';', '\n'])
+            .map(str::trim)
+            .filter(|e| !e.is_empty())
+            .enumerate()
+        {
+            let at = |problem: String| format!("entry {} ({raw:?}): {problem}", i + 1);
+            let mut fields = raw.split(',').map(str::trim);
+            let Some((name, endpoint)) = fields.next().and_then(|f| f.split_once('=')) else {
+                return Err(at(format!("expected {HUB_LIST_SYNTAX}")));
+            };
+            let name = name.trim();
+            if !dns1123_label(name) || name.len() > MAX_HUB_NAME {
+                return Err(at(format!("the name {name:?} is not a DNS-1123 label of at most {MAX_HUB_NAME} characters (a-z, 0-9 and '-', starting and ending alphanumeric)")));
+            }
+            let mut entry = HubEntry {
+                name: name.to_string(),
+                endpoint: endpoint.trim().to_string(),
+                token_file: None,
+                ca_file: None,
+                tls_server_name: None,
+            };
+            for field in fields {
+                let Some((key, value)) = field.split_once('=').map(|(k, v)| (k.trim(), v.trim()))
+                else {
+                    return Err(at(format!(
+                        "expected KEY=VALUE after the URL, got {field:?}"
+                    )));
+                };
+                if value.is_empty() {
+                    return Err(at(format!("{key} is empty")));
+                }
+                match key {
+                    "token-file" => entry.token_file = Some(value.into()),
+                    "ca-file" => entry.ca_file = Some(value.into()),
+                    "tls-server-name" => {
+                        entry.tls_server_name = Some(value.parse::<ServerName>().map_err(at)?.0)
+                    }
+                    _ => {
+                        return Err(at(format!(
+                            "unknown key {key:?} (token-file, ca-file, tls-server-name)"
+                        )))
+                    }
+                }
+            }
+            entries.push(entry);
+        }
+        Ok(Self(entries))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_hub_list_parses_every_field_and_names_the_entry_it_refuses() {
+        let list: HubList = "c=https://10.1.80.13:6443;\n d=https://hub-d:6443 , token-file=/t/d , ca-file=/c/d.crt, tls-server-name=hub-d.internal\n"
+            .parse()
+            .unwrap();
+        assert_eq!(list.0.len(), 2);
+        assert_eq!(list.0[0].name, "c");
+        assert_eq!(list.0[0].endpoint, "https://10.1.80.13:6443");
+        assert_eq!(list.0[0].token_file, None);
+        assert_eq!(list.0[1].token_file, Some("/t/d".into()));
+        assert_eq!(list.0[1].ca_file, Some("/c/d.crt".into()));
+        assert_eq!(list.0[1].tls_server_name.as_deref(), Some("hub-d.internal"));
+        assert_eq!("".parse::<HubList>().unwrap(), HubList::default());
+        for (bad, says) in [
+            ("https://10.1.80.13:6443", "entry 1"),
+            ("c=https://a:1;D=https://b:1", "the name \"D\""),
+            ("c=https://a:1,ca=/x", "unknown key \"ca\""),
+            ("c=https://a:1,token-file=", "token-file is empty"),
+            (
+                "c=https://a:1,tls-server-name=a/b",
+                "DNS name or IP address",
+            ),
+            ("c=https://a:1,/x", "KEY=VALUE"),
+        ] {
+            let e = bad.parse::<HubList>().unwrap_err();
+            assert!(e.contains(says), "{bad}: {e}");
+        }
+        let long = format!("{}=https://a:1", "a".repeat(MAX_HUB_NAME + 1));
+        assert!(long.parse::<HubList>().is_err());
+    }
 
     #[test]
     fn dns_names_follow_kubernetes_rules() {

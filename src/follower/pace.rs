@@ -6,7 +6,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::hub::Probe;
-use crate::resolver::Step;
+use crate::resolver::{Candidate, Pending, Step};
 use crate::verdict::Verdict;
 
 /// A round left nothing that time alone could change: every hub answered, and nothing was
@@ -37,10 +37,80 @@ pub(super) fn tick_reads(
     !may_relax || last_read.is_none_or(|t| now + poll / 2 >= t + watched)
 }
 
+/// What a round left unfinished because some hub did not answer (a timeout, a refused
+/// connection, a 5xx, a 429): silence is not a "no", and under a burst of reads (a fleet's
+/// promotion) a read that fails says nothing about the claims.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Unfinished {
+    /// A pending switch to this candidate ended without a decision: it was pending before the
+    /// round and is not after it.
+    Streak(Candidate),
+    /// The round was started by a watch (a claim changed, or a watch failed), nothing was
+    /// pending before or after it, and nothing was decided: the change may be on the hub
+    /// that did not answer.
+    News,
+}
+
+pub(super) fn unfinished(
+    before: Option<&Pending>,
+    after: Option<&Pending>,
+    step: &Step,
+    probes: &[Probe],
+    watch_started: bool,
+) -> Option<Unfinished> {
+    let silent = probes
+        .iter()
+        .any(|p| matches!(p.verdict, Verdict::Error(_)));
+    if !silent || step.decision.is_some() {
+        return None;
+    }
+    match (before, after) {
+        (Some(p), None) => Some(Unfinished::Streak(p.candidate.clone())),
+        (None, None) if watch_started => Some(Unfinished::News),
+        _ => None,
+    }
+}
+
+/// Whether the next read comes at `--confirm-interval` although no switch is pending: once for
+/// each thing a round left unfinished. Without it the next read waits a whole
+/// `--poll-interval` (10 s), and that wait is the tail of a promotion. Once, so that a hub
+/// which keeps failing is not read at `--confirm-interval` for as long as it fails; a round
+/// that settles, or a decision, gives the retry back.
+#[derive(Debug, Default)]
+pub(super) struct QuickRetry {
+    spent: Vec<Unfinished>,
+}
+
+impl QuickRetry {
+    pub(super) fn after_round(
+        &mut self,
+        unfinished: Option<Unfinished>,
+        settled_or_decided: bool,
+    ) -> bool {
+        if settled_or_decided {
+            self.spent.clear();
+        }
+        match unfinished {
+            Some(u) if !self.spent.contains(&u) => {
+                self.spent.push(u);
+                true
+            }
+            _ => false,
+        }
+    }
+}
+
+/// When the quick round after a streak broken by silence starts: at `--confirm-interval`
+/// (`at`), or when the last hub that asked for a pause (`Retry-After`) may be read again, if
+/// that is later; never later than the round a tick would have brought anyway (`tick`).
+pub(super) fn quick_retry_at(at: Instant, paused_until: Option<Instant>, tick: Instant) -> Instant {
+    paused_until.map_or(at, |p| at.max(p).min(tick))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::resolver::{Candidate, Decision, Held, Hold, Reason};
+    use crate::resolver::{Decision, Held, Hold, Reason};
     use crate::verdict::{ErrorReason, HubId, ProbeError};
 
     const POLL: Duration = Duration::from_secs(10);
@@ -106,43 +176,56 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_round_is_settled_only_when_nothing_in_it_waits_on_time() {
-        let answered = [
-            probe(HubId::Primary, Verdict::NoClaim),
-            probe(HubId::Secondary, Verdict::NoClaim),
-        ];
-        assert!(settled(&answered, &Step::default()));
+    /// Both hubs answered, without a claim.
+    fn answered() -> [Probe; 2] {
+        [
+            probe(HubId::PRIMARY, Verdict::NoClaim),
+            probe(HubId::SECONDARY, Verdict::NoClaim),
+        ]
+    }
 
-        let failed = [
-            probe(HubId::Primary, Verdict::NoClaim),
+    /// The primary answered; the secondary's read timed out.
+    fn secondary_silent() -> [Probe; 2] {
+        [
+            probe(HubId::PRIMARY, Verdict::NoClaim),
             probe(
-                HubId::Secondary,
+                HubId::SECONDARY,
                 Verdict::Error(ProbeError::new(ErrorReason::Timeout, "late")),
             ),
-        ];
-        assert!(!settled(&failed, &Step::default()));
+        ]
+    }
+
+    /// A round that decided a switch to the secondary.
+    fn switched() -> Step {
+        Step {
+            decision: Some(Decision {
+                hub: HubId::SECONDARY,
+                identity: None,
+                reason: Reason::Switch,
+                basis: None,
+            }),
+            ..Step::default()
+        }
+    }
+
+    #[test]
+    fn a_round_is_settled_only_when_nothing_in_it_waits_on_time() {
+        let answered = answered();
+        assert!(settled(&answered, &Step::default()));
+        assert!(!settled(&secondary_silent(), &Step::default()));
 
         let candidate = Candidate {
-            hub: HubId::Secondary,
+            hub: HubId::SECONDARY,
             identity: None,
         };
         let steps = [
+            switched(),
             Step {
-                decision: Some(Decision {
-                    hub: HubId::Secondary,
-                    identity: None,
-                    reason: Reason::Switch,
-                    basis: None,
-                }),
+                rejected: vec![HubId::PRIMARY],
                 ..Step::default()
             },
             Step {
-                rejected: vec![HubId::Primary],
-                ..Step::default()
-            },
-            Step {
-                stale: vec![HubId::Primary],
+                stale: vec![HubId::PRIMARY],
                 ..Step::default()
             },
             Step {
@@ -156,5 +239,79 @@ mod tests {
         for step in steps {
             assert!(!settled(&answered, &step), "{step:?}");
         }
+    }
+
+    fn pending(hub: HubId, count: u32) -> Pending {
+        Pending {
+            candidate: Candidate {
+                hub,
+                identity: Some("ctrl-b".into()),
+            },
+            count,
+        }
+    }
+
+    #[test]
+    fn a_round_leaves_something_unfinished_only_when_a_hub_did_not_answer_and_nothing_was_decided()
+    {
+        let b = pending(HubId::SECONDARY, 1);
+        let (answered, silent) = (answered(), secondary_silent());
+        let none = Step::default();
+        let streak = Some(Unfinished::Streak(b.candidate.clone()));
+        assert_eq!(unfinished(Some(&b), None, &none, &silent, false), streak);
+        assert_eq!(unfinished(Some(&b), None, &none, &silent, true), streak);
+        // The hubs answered and the streak ended: they said no.
+        assert_eq!(unfinished(Some(&b), None, &none, &answered, true), None);
+        // Still pending: nothing was broken.
+        let two = pending(HubId::SECONDARY, 2);
+        assert_eq!(unfinished(Some(&b), Some(&two), &none, &silent, true), None);
+        // Nothing pending: unfinished only when a watch started the round.
+        assert_eq!(
+            unfinished(None, None, &none, &silent, true),
+            Some(Unfinished::News)
+        );
+        assert_eq!(unfinished(None, None, &none, &silent, false), None);
+        assert_eq!(unfinished(None, None, &none, &answered, true), None);
+        // A switch started pending in spite of the silence: it goes on at the confirm interval.
+        assert_eq!(unfinished(None, Some(&b), &none, &silent, true), None);
+        // The round decided.
+        assert_eq!(unfinished(Some(&b), None, &switched(), &silent, true), None);
+        assert_eq!(unfinished(None, None, &switched(), &silent, true), None);
+    }
+
+    #[test]
+    fn a_quick_retry_is_given_once_for_each_unfinished_thing_until_a_round_settles_or_decides() {
+        let b = Unfinished::Streak(pending(HubId::SECONDARY, 1).candidate);
+        let a = Unfinished::Streak(pending(HubId::PRIMARY, 1).candidate);
+        let mut retry = QuickRetry::default();
+        assert!(!retry.after_round(None, false), "nothing unfinished");
+        assert!(retry.after_round(Some(b.clone()), false), "the first break");
+        // A hub that keeps failing every other read: no second quick retry for the same
+        // candidate, so it is read at --poll-interval, not --confirm-interval, meanwhile.
+        assert!(!retry.after_round(None, false));
+        assert!(!retry.after_round(Some(b.clone()), false));
+        // Another candidate, or news the watch brought, gets its own; each once.
+        assert!(retry.after_round(Some(a.clone()), false));
+        assert!(retry.after_round(Some(Unfinished::News), false));
+        assert!(!retry.after_round(Some(Unfinished::News), false));
+        // A settled round or a decision gives them back.
+        assert!(!retry.after_round(None, true));
+        assert!(retry.after_round(Some(b.clone()), false));
+        assert!(retry.after_round(Some(Unfinished::News), true));
+    }
+
+    #[test]
+    fn the_quick_round_waits_for_a_hub_that_asked_for_a_pause_but_not_past_the_tick() {
+        let t0 = Instant::now();
+        let at = t0 + Duration::from_secs(1);
+        let tick = t0 + Duration::from_secs(10);
+        assert_eq!(quick_retry_at(at, None, tick), at);
+        let paused = t0 + Duration::from_millis(1300);
+        assert_eq!(quick_retry_at(at, Some(paused), tick), paused);
+        assert_eq!(quick_retry_at(at, Some(t0), tick), at);
+        assert_eq!(
+            quick_retry_at(at, Some(t0 + Duration::from_secs(60)), tick),
+            tick
+        );
     }
 }

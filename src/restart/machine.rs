@@ -361,7 +361,8 @@ impl Machine {
 mod tests {
     use super::*;
     use crate::testing::{restart_config, secs};
-    use HubId::{Primary as P, Secondary as S};
+    const P: HubId = HubId::PRIMARY;
+    const S: HubId = HubId::SECONDARY;
 
     struct Run {
         m: Machine,

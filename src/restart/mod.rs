@@ -387,7 +387,9 @@ mod tests {
     use super::*;
     use crate::resolver::Reason;
     use crate::testing::{handoff, restart_config, secs};
-    use crate::verdict::HubId::{self, Primary as P, Secondary as S};
+    use crate::verdict::HubId;
+    const P: HubId = HubId::PRIMARY;
+    const S: HubId = HubId::SECONDARY;
 
     /// Regression: the worker acknowledged a switch published while the restart for the one
     /// before it was under way; the restarter must know it runs on that newer decision.

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from follower import Follower
-from kube import Hub, wait_for, write_atomically
+from kube import ControlPlane, Hub, Pki, wait_for, write_atomically
 
 A_ID, B_ID = "ctrl-a", "ctrl-b"
 LONG_AGO = "2026-01-01T00:00:00Z"
@@ -193,3 +193,42 @@ def test_a_frozen_hub_silences_its_watch_and_reads_resume(claims_on_a, start):
     finally:
         b.cp.apiserver.thaw()
     b.cp.wait_ready()
+
+
+@pytest.fixture(scope="module")
+def hub_c(workdir: Path):
+    """A third hub, for the N-hub test only: its own etcd, API server, CA and service-account
+    key, like A and B. Stopped in every outcome."""
+    cp = ControlPlane("hub-c", workdir / "hub-c", Pki(workdir / "hub-c" / "pki"))
+    try:
+        cp.start()
+        yield Hub(cp).install()
+    finally:
+        cp.stop()
+
+
+def test_a_promotion_of_a_third_listed_hub_is_followed(claims_on_a, hub_c, start, tmp_path):
+    a, b = claims_on_a
+    c = hub_c
+    c.claim(a.cp.endpoint, A_ID, LONG_AGO)
+    creds = tmp_path / "hub-c"
+    creds.mkdir()
+    write_atomically(creds / "token", c.token())
+    (creds / "ca.crt").write_bytes(c.cp.pki.ca_crt.read_bytes())
+    f = start({**QUICK, "HUB_HUBS": f"hub-c={c.cp.endpoint},token-file={creds / 'token'},ca-file={creds / 'ca.crt'}"})
+    wait_for("startup on A", lambda: f.published("primary", "startup"), 15)
+    wait_for("the third hub answering", lambda: f.status()["hubs"].get("hub-c", {}).get("verdict") == "claim", 15)
+    wait_for("three watches up", lambda: f.metric("kubeslice_worker_hub_watch_up") == 3, 20)
+
+    # C is promoted: its controller claims C, and B mirrors it; A, the old Active, is silent.
+    for hub in (c, b):
+        hub.claim(c.cp.endpoint, "ctrl-c")
+    switched = wait_for("the switch to C", lambda: f.published("hub-c", "switch"), 30)
+    assert switched["endpoint"] == c.cp.endpoint
+    assert switched["identity"] == "ctrl-c"
+    assert switched["tokenFile"] == str(creds / "token")
+    assert f.metric("kubeslice_worker_hub_active", hub="hub-c") == 1
+    assert f.metric("kubeslice_worker_hub_active", hub="primary") == 0
+    assert f.metric("kubeslice_worker_hub_watch_events_total", hub="hub-c", type="modified") >= 1
+    # C answered with the token the worker is handed: its own, from C's own signer.
+    assert f.status()["hubs"]["hub-c"]["verdict"] == "claim"

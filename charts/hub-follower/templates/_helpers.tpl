@@ -17,11 +17,14 @@ paths, so each credential must be mounted at the same path in both containers; t
 are also the binary's defaults. */}}
 {{- define "hub-follower.primaryCredentialDir" -}}/var/run/secrets/kubernetes.io/hub-serviceaccount{{- end -}}
 {{- define "hub-follower.secondaryCredentialDir" -}}/var/run/secrets/kubernetes.io/hub-secondary-serviceaccount{{- end -}}
+{{- /* A hub of hubFollower.hubs (takes its name): the binary's default directory for it. */ -}}
+{{- define "hub-follower.hubCredentialDir" -}}/var/run/secrets/kubernetes.io/hub-{{ . }}-serviceaccount{{- end -}}
 {{- define "hub-follower.binDir" -}}/opt/hub-follower{{- end -}}
 {{- define "hub-follower.binPath" -}}{{ include "hub-follower.binDir" . }}/hub-follower{{- end -}}
 
 {{- define "hub-follower.handoffVolume" -}}hub-follower-handoff{{- end -}}
 {{- define "hub-follower.secondaryVolume" -}}hub-follower-secondary-hub{{- end -}}
+{{- define "hub-follower.hubVolume" -}}hub-follower-hub-{{ . }}{{- end -}}
 {{- define "hub-follower.binVolume" -}}hub-follower-bin{{- end -}}
 
 {{/* "true" when hub-follower is on. Fails when it is on but the library's defaults are
@@ -37,13 +40,37 @@ true
 {{- end -}}
 {{- end -}}
 
-{{/* "true" when a secondary hub is configured. Without one the sidecar runs in
-single-hub mode: it publishes the primary once and never polls nor watches. */}}
-{{- define "hub-follower.twoHubs" -}}
+{{/* "true" when a secondary hub is configured (secondary.*): HUB_SECONDARY_* and the
+secondary credential volume. */}}
+{{- define "hub-follower.secondaryHub" -}}
 {{- $s := .Values.hubFollower.secondary -}}
 {{- if or $s.endpoint $s.endpointFrom (dig "controllerSecret" "endpoint" "" $s) -}}
 true
 {{- end -}}
+{{- end -}}
+
+{{/* "true" when the sidecar follows more than one hub: a secondary hub, or any entry
+of hubFollower.hubs (with or without a secondary). Without either the sidecar runs in
+single-hub mode: it publishes the primary once and never polls nor watches. */}}
+{{- define "hub-follower.twoHubs" -}}
+{{- if or (include "hub-follower.secondaryHub" .) .Values.hubFollower.hubs -}}
+true
+{{- end -}}
+{{- end -}}
+
+{{/* The sidecar's HUB_HUBS value (takes the parent's root context): one entry per
+hubFollower.hubs item, joined by `;`, each
+NAME=ENDPOINT,token-file=PATH,ca-file=PATH[,tls-server-name=NAME], with the paths
+where hub-follower.volumes mounts the entry's Secret. Empty without hubs. */}}
+{{- define "hub-follower.hubsEnv" -}}
+{{- $entries := list -}}
+{{- range $h := .Values.hubFollower.hubs | default list -}}
+{{- $dir := include "hub-follower.hubCredentialDir" $h.name -}}
+{{- $e := printf "%s=%s,token-file=%s/token,ca-file=%s/ca.crt" $h.name $h.endpoint $dir $dir -}}
+{{- with $h.tlsServerName }}{{ $e = printf "%s,tls-server-name=%s" $e . }}{{ end -}}
+{{- $entries = append $entries $e -}}
+{{- end -}}
+{{- join ";" $entries -}}
 {{- end -}}
 
 {{/* "true" when the sidecar is a native sidecar (an init container with
@@ -287,12 +314,13 @@ project namespace) are checked where hub-follower.primaryEnv resolves them.
 {{- fail "hubFollower.secondary.secretName: name the Secret that hubFollower.secondary.controllerSecret renders" -}}
 {{- end -}}
 {{- end -}}
-{{- if and (include "hub-follower.twoHubs" $root) (not $hf.secondary.secretName) -}}
+{{- if and (include "hub-follower.secondaryHub" $root) (not $hf.secondary.secretName) -}}
 {{- fail "hubFollower.secondary.secretName: required with a secondary hub; the Secret holds `token` and `ca.crt` minted on that hub (or render it with hubFollower.secondary.controllerSecret)" -}}
 {{- end -}}
-{{- if and (not (include "hub-follower.twoHubs" $root)) $hf.secondary.secretName -}}
+{{- if and (not (include "hub-follower.secondaryHub" $root)) $hf.secondary.secretName -}}
 {{- fail (printf "hubFollower.secondary.secretName: %q is set but hubFollower.secondary.endpoint is empty; set the endpoint of the secondary hub, or leave both empty for single-hub mode" $hf.secondary.secretName) -}}
 {{- end -}}
+{{- include "hub-follower.validateHubs" . -}}
 {{- /* The binary refuses zero for these; jitter and cooldown may be 0s. */ -}}
 {{- $positive := dict "pollInterval" $hf.pollInterval "probeTimeout" $hf.probeTimeout "confirmInterval" $hf.confirmInterval "restart.killAfter" $hf.restart.killAfter "restart.verifyTimeout" $hf.restart.verifyTimeout "restart.livenessFailFor" $hf.restart.livenessFailFor "exec.wait" $hf.exec.wait "watch.watchedPollInterval" $hf.watch.watchedPollInterval -}}
 {{- range $name := keys $positive | sortAlpha -}}
@@ -350,6 +378,90 @@ shells, and 128+N for a death by signal N). */ -}}
 {{- else if eq $uid 0 -}}
 {{- fail (printf "hubFollower.securityContext.runAsUser: 0 (root) is allowed only with hubFollower.restart.mode=signal; in %s mode the sidecar needs no privilege" $hf.restart.mode) -}}
 {{- end -}}
+{{- end -}}
+
+{{/*
+Checks of hubFollower.hubs (takes $c), the hubs beyond the primary and the secondary.
+The schema holds most of them too; these also cover `--skip-schema-validation`, and
+what the schema cannot express: unique names, endpoints that differ from every other
+hub's, and at most 8 hubs in all (the binary's MAX_HUBS) counting the secondary. Each
+entry becomes part of HUB_HUBS, whose syntax gives `,` `;` and `=` a meaning, so no
+value may carry them.
+*/}}
+{{- define "hub-follower.validateHubs" -}}
+{{- $hf := .hf -}}
+{{- $root := .root -}}
+{{- $hubs := $hf.hubs | default list -}}
+{{- if not (kindIs "slice" $hubs) -}}
+{{- fail (printf "hubFollower.hubs: must be a list of {name, endpoint, secretName, tlsServerName}, got %s" (kindOf $hubs)) -}}
+{{- end -}}
+{{- $secondary := include "hub-follower.secondaryHub" $root -}}
+{{- $total := add 1 (ternary 1 0 (eq $secondary "true")) (len $hubs) -}}
+{{- if gt $total 8 -}}
+{{- fail (printf "hubFollower.hubs: %d entries make %d hubs with the primary%s; at most 8 hubs in all, so at most %d entries %s" (len $hubs) $total (ternary " and the secondary" "" (eq $secondary "true")) (ternary 6 7 (eq $secondary "true")) (ternary "with a secondary hub" "without a secondary hub" (eq $secondary "true"))) -}}
+{{- end -}}
+{{- /* Endpoints seen so far, by the hub that has them: the primary and the secondary
+when they are literals (a valueFrom cannot be compared here; the binary refuses a
+duplicate at start-up). */ -}}
+{{- $endpoints := dict -}}
+{{- with .primaryEndpoint }}{{ $_ := set $endpoints (lower (trimSuffix "/" .)) "the primary hub (the worker's HUB_HOST_ENDPOINT or hubFollower.primary.endpoint)" }}{{ end -}}
+{{- with $hf.secondary.endpoint }}{{ $_ := set $endpoints (lower (trimSuffix "/" .)) "hubFollower.secondary.endpoint" }}{{ end -}}
+{{- $names := dict -}}
+{{- range $i, $h := $hubs -}}
+{{- $at := printf "hubFollower.hubs[%d]" $i -}}
+{{- if not (kindIs "map" $h) -}}
+{{- fail (printf "%s: must be a map with name, endpoint and secretName (and optionally tlsServerName), got %s" $at (kindOf $h)) -}}
+{{- end -}}
+{{- range $k := keys $h | sortAlpha -}}
+{{- if not (has $k (list "name" "endpoint" "secretName" "tlsServerName")) -}}
+{{- fail (printf "%s.%s: unknown key; an entry has name, endpoint, secretName and tlsServerName" $at $k) -}}
+{{- end -}}
+{{- end -}}
+{{- $name := toString ($h.name | default "") -}}
+{{- if not (regexMatch "^[a-z0-9]([-a-z0-9]{0,30}[a-z0-9])?$" $name) -}}
+{{- fail (printf "%s.name: %q must be a DNS-1123 label of at most 32 characters (a-z, 0-9 and '-', starting and ending alphanumeric); it names the hub in HUB_HUBS, in the metrics and in its credential directory" $at $name) -}}
+{{- end -}}
+{{- if has $name (list "primary" "secondary") -}}
+{{- fail (printf "%s.name: %q is the name of the hub set by hubFollower.%s; give this hub another name" $at $name $name) -}}
+{{- end -}}
+{{- if hasKey $names $name -}}
+{{- fail (printf "%s.name: %q is already the name of %s; each hub needs a name of its own" $at $name (get $names $name)) -}}
+{{- end -}}
+{{- $_ := set $names $name $at -}}
+{{- $endpoint := toString ($h.endpoint | default "") -}}
+{{- if not (regexMatch "^https://[^\\s,;]+$" $endpoint) -}}
+{{- fail (printf "%s.endpoint: %q must be the hub's https:// URL, e.g. https://10.1.80.13:6443 (no `,`, `;` or whitespace); an entry of hubFollower.hubs takes a literal endpoint only, no endpointFrom" $at $endpoint) -}}
+{{- end -}}
+{{- $key := lower (trimSuffix "/" $endpoint) -}}
+{{- if hasKey $endpoints $key -}}
+{{- fail (printf "%s.endpoint: %q is the same hub as %s; each hub must differ" $at $endpoint (get $endpoints $key)) -}}
+{{- end -}}
+{{- $_ := set $endpoints $key (printf "%s.endpoint" $at) -}}
+{{- $secret := toString ($h.secretName | default "") -}}
+{{- if not $secret -}}
+{{- fail (printf "%s.secretName: required; name the Secret in the worker's namespace with `token` and `ca.crt` minted on the hub %q (%s)" $at $name $endpoint) -}}
+{{- end -}}
+{{- if not (regexMatch "^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$" $secret) -}}
+{{- fail (printf "%s.secretName: %q is not a Secret name (a DNS-1123 subdomain)" $at $secret) -}}
+{{- end -}}
+{{- with $h.tlsServerName -}}
+{{- if not (regexMatch "^([^/:\\s,;=]+|[0-9a-fA-F:.]+)$" (toString .)) -}}
+{{- fail (printf "%s.tlsServerName: %q must be a DNS name or an IP address (no `,`, `;`, `=` or whitespace)" $at (toString .)) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The mounts of hubFollower.hubs' credentials as a YAML list (takes the parent's
+root context), the same in the sidecar and the worker: the handoff publishes the
+chosen hub's file paths, so the worker must find them where the sidecar reads them.
+Empty without hubs. */}}
+{{- define "hub-follower.hubMounts" -}}
+{{- range $h := .Values.hubFollower.hubs | default list }}
+- name: {{ include "hub-follower.hubVolume" $h.name }}
+  mountPath: {{ include "hub-follower.hubCredentialDir" $h.name }}
+  readOnly: true
+{{- end }}
 {{- end -}}
 
 {{/*
@@ -444,7 +556,7 @@ Takes $c. */}}
 - name: HUB_TLS_SERVER_NAME
   value: {{ . | quote }}
 {{- end }}
-{{- if include "hub-follower.twoHubs" $root }}
+{{- if include "hub-follower.secondaryHub" $root }}
 - name: HUB_SECONDARY_HOST_ENDPOINT
 {{- if $hf.secondary.endpoint }}
   value: {{ $hf.secondary.endpoint | quote }}
@@ -465,6 +577,10 @@ Takes $c. */}}
 - name: HUB_SECONDARY_TLS_SERVER_NAME
   value: {{ . | quote }}
 {{- end }}
+{{- end }}
+{{- with include "hub-follower.hubsEnv" $root }}
+- name: HUB_HUBS
+  value: {{ . | quote }}
 {{- end }}
 - name: HUB_POLL_INTERVAL
   value: {{ $hf.pollInterval | quote }}
@@ -594,10 +710,13 @@ securityContext:
 volumeMounts:
   - name: {{ include "hub-follower.handoffVolume" $root }}
     mountPath: {{ $hf.handoff.dir }}
-  {{- if include "hub-follower.twoHubs" $root }}
+  {{- if include "hub-follower.secondaryHub" $root }}
   - name: {{ include "hub-follower.secondaryVolume" $root }}
     mountPath: {{ include "hub-follower.secondaryCredentialDir" $root }}
     readOnly: true
+  {{- end }}
+  {{- with include "hub-follower.hubMounts" $root | trim }}
+  {{- . | nindent 2 }}
   {{- end }}
 {{- end -}}
 
@@ -623,7 +742,8 @@ volumeMounts:
 
 {{/* The worker's volumes as a YAML list (takes $c): the handoff directory
 (memory-backed: it holds a kubeconfig view of the credentials), the secondary hub's
-credential (with two hubs), and the binary for the wrapper. */}}
+credential (with a secondary hub), each hubFollower.hubs entry's credential, and the
+binary for the wrapper. */}}
 {{- define "hub-follower.volumes" -}}
 {{- $hf := .hf -}}
 {{- $root := .root -}}
@@ -631,13 +751,24 @@ credential (with two hubs), and the binary for the wrapper. */}}
   emptyDir:
     medium: Memory
     sizeLimit: {{ $hf.handoff.sizeLimit }}
-{{- if include "hub-follower.twoHubs" $root }}
+{{- if include "hub-follower.secondaryHub" $root }}
 - name: {{ include "hub-follower.secondaryVolume" $root }}
   secret:
     secretName: {{ $hf.secondary.secretName }}
     defaultMode: 0444
     # Listing the keys makes a Secret without them fail the pod visibly at mount time
     # instead of failing the credential exactly at failover.
+    items:
+      - key: token
+        path: token
+      - key: ca.crt
+        path: ca.crt
+{{- end }}
+{{- range $h := $hf.hubs | default list }}
+- name: {{ include "hub-follower.hubVolume" $h.name }}
+  secret:
+    secretName: {{ $h.secretName }}
+    defaultMode: 0444
     items:
       - key: token
         path: token
@@ -653,16 +784,20 @@ credential (with two hubs), and the binary for the wrapper. */}}
 
 {{/* The worker container's extra volumeMounts as a YAML list (takes $c). The handoff
 dir is writable because the exec wrapper writes worker-ack.json there. The secondary
-credential sits at the sidecar's path because the handoff publishes paths. */}}
+credential and those of hubFollower.hubs sit at the sidecar's paths because the
+handoff publishes paths. */}}
 {{- define "hub-follower.workerVolumeMounts" -}}
 {{- $hf := .hf -}}
 {{- $root := .root -}}
 - name: {{ include "hub-follower.handoffVolume" $root }}
   mountPath: {{ $hf.handoff.dir }}
-{{- if include "hub-follower.twoHubs" $root }}
+{{- if include "hub-follower.secondaryHub" $root }}
 - name: {{ include "hub-follower.secondaryVolume" $root }}
   mountPath: {{ include "hub-follower.secondaryCredentialDir" $root }}
   readOnly: true
+{{- end }}
+{{- with include "hub-follower.hubMounts" $root | trim }}
+{{ . }}
 {{- end }}
 {{- if $hf.execWrapper }}
 - name: {{ include "hub-follower.binVolume" $root }}

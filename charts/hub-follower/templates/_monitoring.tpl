@@ -8,9 +8,12 @@ runbooks are in docs/helm.md.
 The expressions aggregate `without` the hub-follower labels instead of `by` target
 labels, so they work whatever labels the scrape configuration attaches.
 
-Nothing is rendered in single-hub mode (no secondary.endpoint): the sidecar then
-never probes, so the probe-success timestamps stay 0 and HubFollowerNoUsableHub would
-fire falsely, and with nothing to switch to the other alerts cannot fire.
+Nothing is rendered in single-hub mode (no secondary hub and no hubFollower.hubs): the
+sidecar then never probes, so the probe-success timestamps stay 0 and
+HubFollowerNoUsableHub would fire falsely, and with nothing to switch to the other
+alerts cannot fire. HubFollowerSecondaryHubUnreachable is about the secondary hub
+only: a hub of hubFollower.hubs has no unreachable alert of its own (its probe errors
+are kubeslice_worker_hub_probe_errors_total{hub="<its name>"}).
 */}}
 {{- define "hub-follower.prometheusRule" -}}
 {{- $hf := .Values.hubFollower -}}

@@ -23,7 +23,8 @@ events.rbac.create), the PodMonitor (metrics.podMonitor.enabled), the Prometheus
 
 The patch adds the sidecar (a native sidecar in initContainers, or a regular
 container after the worker), the hub-follower-install init container (execWrapper),
-the handoff, secondary-credential and binary volumes and the worker's mounts of them,
+the handoff, secondary-credential, hubs' credential (hubFollower.hubs) and binary
+volumes and the worker's mounts of them,
 HUB_HANDOFF_DIR in the worker's env, the exec wrapper around the worker's command, the
 /worker/livez livenessProbe with the worker's own probe handed to the sidecar
 (liveness mode), shareProcessNamespace and the worker's
@@ -389,8 +390,15 @@ hub-follower is on: restart mode {{ $hf.restart.mode }}, {{ if $native }}native 
   Status:  kubectl -n {{ $namespace }} port-forward {{ $workload }} {{ $hf.port | int64 }}
            then: curl localhost:{{ $hf.port | int64 }}/status
 {{- if include "hub-follower.twoHubs" . }}
+{{- if include "hub-follower.secondaryHub" . }}
   The Secret {{ $hf.secondary.secretName | quote }} must hold `token` and `ca.crt` for the secondary hub{{ with $hf.secondary.endpoint }} {{ . }}{{ end }}{{ if $hf.secondary.controllerSecret.token }} (rendered from secondary.controllerSecret){{ end }}.
-  On both hubs the worker's hub identity needs {{ if $hf.watch.enabled }}get, list and watch{{ else }}get{{ end }} on
+{{- end }}
+{{- range $hf.hubs }}
+{{- if kindIs "map" . }}
+  The Secret {{ .secretName | quote }} must hold `token` and `ca.crt` for the hub {{ .name }} {{ .endpoint }}.
+{{- end }}
+{{- end }}
+  On {{ if $hf.hubs }}every hub{{ else }}both hubs{{ end }} the worker's hub identity needs {{ if $hf.watch.enabled }}get, list and watch{{ else }}get{{ end }} on
   clusters.controller.kubeslice.io/{{ with tpl (toString $hf.clusterName) . }}{{ . }}{{ else }}<the worker's CLUSTER_NAME>{{ end }} in the project namespace
   (docs/helm.md, "RBAC on both hubs").
 {{- else }}
