@@ -344,7 +344,8 @@ impl Follower {
             probes,
             self.watch_started,
         );
-        let settled_or_decided = pace::settled(probes, &step) || step.decision.is_some();
+        let settled_or_decided =
+            pace::gives_retries_back(probes, &step, self.resolver.pending().is_some());
         self.retry_soon = self
             .quick_retry
             .after_round(unfinished.clone(), settled_or_decided);

@@ -119,6 +119,13 @@ pub struct Pending {
 pub enum Hold {
     /// Its claim is not fresher than the basis (rule 5).
     NotFresherThanBasis { claim: Claim, basis: Claim },
+    /// Its claim is older than one for a third hub seen since the last decision (rule 5, with
+    /// three hubs or more).
+    OlderThanThirdHub {
+        claim: Claim,
+        newer: Claim,
+        names: HubId,
+    },
     /// Its own hub refuses our credential (rule 6).
     Unauthenticated(ErrorReason),
 }
@@ -236,6 +243,7 @@ impl Resolver {
     #[doc(hidden)]
     pub fn forget_basis(&mut self) {
         self.basis = None;
+        self.outranked_by.clear();
     }
 
     pub fn pending(&self) -> Option<&Pending> {
@@ -351,14 +359,15 @@ impl Resolver {
         }
         // A claim for a third hub seen since the decision is fresher: the winner is old news.
         // (With two hubs there is no third, and this never holds anything.)
-        if let Some((_, newer)) = self
+        if let Some((names, newer)) = self
             .outranked_by
             .iter()
             .find(|(h, c)| *h != w.hub && freshness(c, claim) == Ordering::Greater)
         {
-            return Some(Hold::NotFresherThanBasis {
+            return Some(Hold::OlderThanThirdHub {
                 claim: claim.clone(),
-                basis: newer.clone(),
+                newer: newer.clone(),
+                names: *names,
             });
         }
         verdicts.iter().find_map(|(hub, v)| match v {
@@ -835,7 +844,7 @@ mod tests {
             let step = r.observe(now, &[(c, &gone), (S, &claim(B, "b", at(11)))]);
             assert_eq!(step.decision, None);
             assert!(
-                matches!(&step.held, Some(Held { why: Hold::NotFresherThanBasis { basis, .. }, .. }) if basis.last_updated == at(12)),
+                matches!(&step.held, Some(Held { why: Hold::OlderThanThirdHub { newer, names, .. }, .. }) if newer.last_updated == at(12) && *names == c),
                 "{step:?}"
             );
         }

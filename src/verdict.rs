@@ -92,7 +92,7 @@ impl<'de> Deserialize<'de> for HubId {
         let name = std::borrow::Cow::<'de, str>::deserialize(d)?;
         HubId::from_disk(&name).ok_or_else(|| {
             serde::de::Error::custom(format!(
-                "expected a hub's name (a-z, 0-9 and '-', at most 32 characters), got {name:?}"
+                "expected a hub's name (a-z, 0-9 and '-', at most 32 characters; at most {MAX_NAMES_FROM_DISK} names not configured), got {name:?}"
             ))
         })
     }

@@ -154,6 +154,18 @@ impl Follower {
                     freshness_words(basis)
                 ),
             ),
+            Hold::OlderThanThirdHub {
+                claim,
+                newer,
+                names,
+            } => (
+                "older_than_basis",
+                format!(
+                    "its claim ({}) is older than a claim for the {names} hub seen since the last decision ({}); a hub that published the newest claim and went silent does not let an older claim move the worker",
+                    freshness_words(claim),
+                    freshness_words(newer)
+                ),
+            ),
             Hold::Unauthenticated(e) => (
                 "unauthenticated",
                 format!(

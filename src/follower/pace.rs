@@ -100,6 +100,14 @@ impl QuickRetry {
     }
 }
 
+/// Whether a round gives the quick retries back: it decided, or every hub answered, nothing
+/// waits on time and no switch is pending. A round that starts a pending switch does not: a
+/// hub that fails every other read would otherwise get a quick round after each failure,
+/// and be read at `--confirm-interval` for as long as it fails.
+pub(super) fn gives_retries_back(probes: &[Probe], step: &Step, pending: bool) -> bool {
+    step.decision.is_some() || (settled(probes, step) && !pending)
+}
+
 /// When the quick round after a streak broken by silence starts: at `--confirm-interval`
 /// (`at`), or when the last hub that asked for a pause (`Retry-After`) may be read again, if
 /// that is later; never later than the round a tick would have brought anyway (`tick`).
@@ -313,5 +321,26 @@ mod tests {
             quick_retry_at(at, Some(t0 + Duration::from_secs(60)), tick),
             tick
         );
+    }
+
+    #[test]
+    fn a_hub_failing_every_other_read_gets_one_quick_round_not_one_each_time() {
+        let b = pending(HubId::SECONDARY, 1);
+        let mut retry = QuickRetry::default();
+        let mut quick = 0;
+        for _ in 0..5 {
+            // B answers: a switch to it starts pending, which gives nothing back.
+            let back = gives_retries_back(&answered(), &Step::default(), true);
+            assert!(!back);
+            assert!(!retry.after_round(None, back));
+            // B fails: the streak breaks.
+            let broke = unfinished(Some(&b), None, &Step::default(), &secondary_silent(), false);
+            let back = gives_retries_back(&secondary_silent(), &Step::default(), false);
+            quick += usize::from(retry.after_round(broke, back));
+        }
+        assert_eq!(quick, 1);
+        // A round that settles with nothing pending, or a decision, gives it back.
+        assert!(gives_retries_back(&answered(), &Step::default(), false));
+        assert!(gives_retries_back(&secondary_silent(), &switched(), false));
     }
 }
