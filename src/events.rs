@@ -22,6 +22,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use crate::metrics::{EventFailure as Failure, Outcome};
+use crate::overrides::Kind as SteerKind;
 use crate::verdict::{ErrorReason, HubId};
 
 /// Events of one kind written at once before the limit applies.
@@ -53,6 +54,8 @@ pub enum Fact {
         /// this sidecar's clock: what a sidecar that was not running (kubelet's back-off)
         /// or could not read (a partition) added to the failover.
         claim_age: Option<Duration>,
+        /// The pin or drain that made it, in words ("drain of primary until …").
+        steered_by: Option<String>,
     },
     /// A restart action and how it went: `mode` is the restart mode, `signal` the signal name.
     Restart {
@@ -84,6 +87,26 @@ pub enum Fact {
         candidate: HubId,
         why: String,
     },
+    /// An operator's pin or drain took effect; `until` is RFC 3339.
+    Steered {
+        kind: SteerKind,
+        hub: HubId,
+        until: String,
+    },
+    /// A pin or drain ended: `how` is expired, removed or replaced.
+    SteeringEnded {
+        kind: SteerKind,
+        hub: HubId,
+        how: &'static str,
+    },
+    /// A pin or drain value was refused; `kept` names the one that stays in effect.
+    SteeringRefused {
+        kind: SteerKind,
+        value: String,
+        reason: &'static str,
+        why: String,
+        kept: Option<String>,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -113,7 +136,8 @@ impl Fact {
             | Fact::Recovered { hub, .. }
             | Fact::ClaimRejected { hub, .. } => Some(*hub),
             Fact::SwitchHeld { candidate, .. } => Some(*candidate),
-            Fact::Restart { .. } | Fact::AllRestarted { .. } => None,
+            Fact::Steered { hub, .. } | Fact::SteeringEnded { hub, .. } => Some(*hub),
+            Fact::Restart { .. } | Fact::AllRestarted { .. } | Fact::SteeringRefused { .. } => None,
         };
         (note.reason, hub)
     }
@@ -126,11 +150,12 @@ impl Fact {
                 Normal, "HubSwitchPending", "Confirm",
                 format!("a switch to the {candidate} hub{} is pending: {count} of {required} confirming reads", id(identity)),
             ),
-            Fact::Switched { from, to, endpoint, identity, generation, confirmations, claim_age } => (
+            Fact::Switched { from, to, endpoint, identity, generation, confirmations, claim_age, steered_by } => (
                 Normal, "HubSwitched", "Switch",
-                format!("switched from the {} hub to the {to} hub at {endpoint}{}, generation {generation}, after {confirmations} confirming reads{}",
+                format!("switched from the {} hub to the {to} hub at {endpoint}{}, generation {generation}, after {confirmations} confirming reads{}{}",
                     from.map_or("previous".to_string(), |h| h.to_string()), id(identity),
-                    claim_age.map_or(String::new(), |a| format!("; its claim was written {:.1}s before", a.as_secs_f64()))),
+                    claim_age.map_or(String::new(), |a| format!("; its claim was written {:.1}s before", a.as_secs_f64())),
+                    steered_by.as_ref().map_or(String::new(), |s| format!(" ({s})"))),
             ),
             Fact::Restart { outcome, mode, signal, generation } => {
                 let g = generation.map_or(String::new(), |g| format!(" (generation {g})"));
@@ -170,6 +195,23 @@ impl Fact {
             Fact::SwitchHeld { candidate, why } => (
                 Warning, "HubSwitchHeld", "Confirm",
                 format!("not moving the worker to the {candidate} hub: {why}"),
+            ),
+            Fact::Steered { kind: SteerKind::Pin, hub, until } => (
+                Normal, "HubPinned", "Steer",
+                format!("pinned to the {hub} hub until {until}: claims have no say, and the worker moves to {hub} once it has answered the confirming reads"),
+            ),
+            Fact::Steered { kind: SteerKind::Drain, hub, until } => (
+                Normal, "HubDrained", "Steer",
+                format!("the {hub} hub is drained until {until}: claims naming it have no say, and a worker on it moves to another hub that answers"),
+            ),
+            Fact::SteeringEnded { kind, hub, how } => (
+                Normal, match kind { SteerKind::Pin => "HubPinEnded", SteerKind::Drain => "HubDrainEnded" }, "Steer",
+                format!("the {kind} of the {hub} hub ended ({how}); the claims decide again"),
+            ),
+            Fact::SteeringRefused { kind, value, reason, why, kept } => (
+                Warning, "HubOverrideRefused", "Steer",
+                format!("refused the {kind} value {value:?} ({reason}): {why}{}",
+                    kept.as_ref().map_or(String::new(), |k| format!("; {k:?} stays in effect"))),
             ),
         };
         Note {
@@ -343,6 +385,7 @@ mod tests {
             generation: 4,
             confirmations: 3,
             claim_age: Some(Duration::from_millis(14_300)),
+            steered_by: Some("drain of primary until 2026-12-04T18:00:00Z".into()),
         }
         .note();
         assert_eq!((n.kind, n.reason), (Kind::Normal, "HubSwitched"));
@@ -354,6 +397,7 @@ mod tests {
             "generation 4",
             "3 confirming",
             "its claim was written 14.3s before",
+            "(drain of primary until 2026-12-04T18:00:00Z)",
         ] {
             assert!(n.message.contains(part), "{part}: {}", n.message);
         }
@@ -380,6 +424,92 @@ mod tests {
             let n = restart(o).note();
             assert!(n.reason.len() <= 128 && n.message.len() <= 1024);
         }
+    }
+
+    #[test]
+    fn pin_and_drain_notes_name_the_hub_the_time_and_how_they_ended() {
+        let until = "2026-12-04T18:00:00Z".to_string();
+        let cases = [
+            (
+                Fact::Steered {
+                    kind: SteerKind::Pin,
+                    hub: S,
+                    until: until.clone(),
+                },
+                Kind::Normal,
+                "HubPinned",
+                vec!["secondary", "2026-12-04T18:00:00Z"],
+            ),
+            (
+                Fact::Steered {
+                    kind: SteerKind::Drain,
+                    hub: P,
+                    until: until.clone(),
+                },
+                Kind::Normal,
+                "HubDrained",
+                vec!["primary", "2026-12-04T18:00:00Z"],
+            ),
+            (
+                Fact::SteeringEnded {
+                    kind: SteerKind::Drain,
+                    hub: P,
+                    how: "expired",
+                },
+                Kind::Normal,
+                "HubDrainEnded",
+                vec!["drain", "primary", "expired"],
+            ),
+            (
+                Fact::SteeringEnded {
+                    kind: SteerKind::Pin,
+                    hub: S,
+                    how: "removed",
+                },
+                Kind::Normal,
+                "HubPinEnded",
+                vec!["pin", "secondary", "removed"],
+            ),
+            (
+                Fact::SteeringRefused {
+                    kind: SteerKind::Drain,
+                    value: "primry until x".into(),
+                    reason: "unknown_hub",
+                    why: "names \"primry\"".into(),
+                    kept: Some(format!("primary until {until}")),
+                },
+                Kind::Warning,
+                "HubOverrideRefused",
+                vec!["primry until x", "unknown_hub", "stays in effect"],
+            ),
+        ];
+        for (fact, kind, reason, parts) in cases {
+            let n = fact.note();
+            assert_eq!((n.kind, n.reason), (kind, reason));
+            for part in parts {
+                assert!(n.message.contains(part), "{part}: {}", n.message);
+            }
+            assert!(n.message.len() <= 1024);
+        }
+        // The longest refusal the overrides module makes still fits.
+        let mut o = crate::overrides::Overrides::new(vec![P, S]);
+        let changes = o.read(
+            SteerKind::Pin,
+            &"x".repeat(100_000),
+            jiff::Timestamp::UNIX_EPOCH,
+        );
+        let [crate::overrides::Change::Refused { refused, .. }] = &changes[..] else {
+            panic!("{changes:?}")
+        };
+        let n = Fact::SteeringRefused {
+            kind: SteerKind::Pin,
+            value: refused.value.clone(),
+            reason: refused.reason.as_str(),
+            why: refused.why.clone(),
+            kept: Some(refused.value.clone()),
+        }
+        .note();
+        assert!(n.message.len() <= 1024, "{}", n.message.len());
     }
 
     #[test]

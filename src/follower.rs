@@ -14,12 +14,14 @@ use crate::events::{Fact, Sink};
 use crate::handoff::{self, Basis, Handoff};
 use crate::hub::{probe_all, HubClient, Probe};
 use crate::metrics::Metrics;
+use crate::overrides::{Kind, Overrides};
 use crate::resolver::{Decision, Reason, Resolver};
 use crate::state::{FollowerView, HubView, SeenClaim};
 use crate::verdict::{ErrorReason, HubId, Verdict};
 
 mod notes;
 mod pace;
+mod steering;
 
 pub struct Follower {
     config: Arc<Config>,
@@ -57,8 +59,10 @@ pub struct Follower {
     quick_retry: pace::QuickRetry,
     /// The last round left something unfinished by silence: the next read comes soon.
     retry_soon: bool,
-    /// The round in progress was started by a watch, not by the clock.
-    watch_started: bool,
+    /// The operator's pin and drain (`--override-dir`).
+    overrides: Overrides,
+    /// Per kind, why its file cannot be read, logged once per change.
+    override_unreadable: HashMap<Kind, String>,
 }
 
 /// Follows the client a hub is read with (a rotated CA file builds a new one).
@@ -72,6 +76,7 @@ impl Follower {
     pub fn new(config: Arc<Config>, metrics: Metrics, view: FollowerView) -> Self {
         let hubs = HubClient::for_config(&config);
         let resolver = Resolver::new(config.endpoints(), config.confirmations);
+        let overrides = Overrides::new(config.hubs.iter().map(|h| h.id).collect());
         if !config.single_hub() {
             metrics
                 .poll_interval
@@ -97,7 +102,8 @@ impl Follower {
             settled: false,
             quick_retry: pace::QuickRetry::default(),
             retry_soon: false,
-            watch_started: false,
+            overrides,
+            override_unreadable: HashMap::new(),
         }
     }
 
@@ -151,10 +157,14 @@ impl Follower {
         }
         let mut next = Instant::now();
         let mut last_start: Option<Instant> = None;
+        if self.config.override_dir.is_some() {
+            self.show_overrides();
+        }
         loop {
+            let wake = self.next_expiry().map_or(next, |e| e.min(next));
             let ticked = tokio::select! {
                 _ = shutdown.changed() => return,
-                _ = tokio::time::sleep_until(next) => true,
+                _ = tokio::time::sleep_until(wake) => true,
                 _ = self.trigger.notified() => {
                     // While a switch is pending, its confirming reads keep their spacing whatever
                     // the watches say: N reads in quick succession would confirm a blip.
@@ -172,14 +182,21 @@ impl Follower {
                     false
                 }
             };
+            // A pin or drain that began or ended is acted on now, whatever the pace of reads.
+            let steered = self.read_overrides().await;
             let now = Instant::now();
-            let reads = pace::tick_reads(
-                now,
-                last_start,
-                self.may_relax(now),
-                self.config.poll_interval,
-                self.config.watched_poll_interval,
-            );
+            if ticked && !steered && now < next {
+                // Woken for an expiry the clock had not quite reached: wait on.
+                continue;
+            }
+            let reads = steered
+                || pace::tick_reads(
+                    now,
+                    last_start,
+                    self.may_relax(now),
+                    self.config.poll_interval,
+                    self.config.watched_poll_interval,
+                );
             if ticked && !reads {
                 // The watches vouch for every hub and nothing waits on time: no read this tick.
                 // The loop is alive all the same.
@@ -195,12 +212,11 @@ impl Follower {
             }
             let started = Instant::now();
             last_start = Some(started);
-            self.watch_started = !ticked;
             let probes = tokio::select! {
                 _ = shutdown.changed() => return,
                 probes = probe_all(&mut self.hubs) => probes,
             };
-            self.round(&probes).await;
+            self.round(&probes, !ticked).await;
             let took = (started.elapsed().as_secs_f64() * 1e6).round() / 1e3;
             tracing::debug!(took_ms = took, "round completed");
             self.view.send_modify(|s| s.last_round_ms = Some(took));
@@ -272,6 +288,7 @@ impl Follower {
             identity: None,
             reason: Reason::SingleHub,
             basis: None,
+            steered: None,
         });
         while self.unpublished.is_some() {
             self.publish_pending().await;
@@ -332,20 +349,33 @@ impl Follower {
     }
 
     /// One round's verdicts through the rule, and the result out to disk, metrics, logs.
-    pub async fn round(&mut self, probes: &[Probe]) {
+    /// `watch_started`: a watch started this round, not the clock.
+    async fn round(&mut self, probes: &[Probe], watch_started: bool) {
         let now = Timestamp::now();
         let verdicts: Vec<(HubId, &Verdict)> = probes.iter().map(|p| (p.hub, &p.verdict)).collect();
         let pending_before = self.resolver.pending().cloned();
-        let step = self.resolver.observe(now, &verdicts);
+        let step = self.resolver.observe_steered(now, &verdicts, self.steer());
+        // A claim the rule refused for its date is reported as the bad response it is.
+        let answers: Vec<Probe> = probes
+            .iter()
+            .map(|p| match step.refused(p.hub) {
+                Some(e) => Probe {
+                    verdict: Verdict::Error(e.clone()),
+                    ..p.clone()
+                },
+                None => p.clone(),
+            })
+            .collect();
+        let settled = pace::settled(&answers, &step);
         let unfinished = pace::unfinished(
             pending_before.as_ref(),
             self.resolver.pending(),
             &step,
             probes,
-            self.watch_started,
+            watch_started,
         );
         let settled_or_decided =
-            pace::gives_retries_back(probes, &step, self.resolver.pending().is_some());
+            pace::gives_retries_back(settled, &step, self.resolver.pending().is_some());
         self.retry_soon = self
             .quick_retry
             .after_round(unfinished.clone(), settled_or_decided);
@@ -359,17 +389,7 @@ impl Follower {
                 "a hub did not answer and {why}: reading again at --confirm-interval, once"
             );
         }
-        // A claim the rule refused for its date is reported as the bad response it is.
-        let probes: Vec<Probe> = probes
-            .iter()
-            .map(|p| match step.refused(p.hub) {
-                Some(e) => Probe {
-                    verdict: Verdict::Error(e.clone()),
-                    ..p.clone()
-                },
-                None => p.clone(),
-            })
-            .collect();
+        let probes = answers;
         for probe in &probes {
             self.observe_probe(probe, now);
             self.note_claim(probe, now);
@@ -384,7 +404,7 @@ impl Follower {
                 }
             }
         });
-        self.settled = pace::settled(&probes, &step);
+        self.settled = settled;
         self.note_rejections(&step.rejected, &probes);
         self.note_stale(&step.stale);
         if let Some(decision) = step.decision {
@@ -443,6 +463,7 @@ impl Follower {
             reason: decision.reason,
             namespace: Some(self.config.namespace.clone()),
             basis: self.resolver.basis().map(Basis::of),
+            steered_by: decision.steered.and_then(|k| self.steered_by(k)),
         };
         match handoff::publish_in_background(&self.config.handoff_dir, &handoff).await {
             Ok(()) => {
@@ -462,6 +483,10 @@ impl Follower {
                             .as_ref()
                             .and_then(|c| c.last_updated)
                             .and_then(|at| Timestamp::now().duration_since(at).try_into().ok()),
+                        steered_by: handoff
+                            .steered_by
+                            .as_ref()
+                            .map(|s| format!("{} of {} until {}", s.kind, s.hub, s.until)),
                     });
                 }
                 let ids: Vec<HubId> = self.config.hubs.iter().map(|h| h.id).collect();

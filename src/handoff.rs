@@ -55,6 +55,21 @@ pub struct Handoff {
     /// kept; such a decision takes the first claim naming its hub.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub basis: Option<Basis>,
+    /// The operator's pin or drain that made this decision, if one did. For people: the
+    /// restart side treats the decision like any other.
+    #[serde(rename = "override", default, skip_serializing_if = "Option::is_none")]
+    pub steered_by: Option<SteeredBy>,
+}
+
+/// `override` in `active-hub.json`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SteeredBy {
+    /// `pin` or `drain`.
+    pub kind: String,
+    pub hub: String,
+    /// RFC 3339.
+    pub until: String,
 }
 
 /// `basis` in `active-hub.json`: a claim as the hub published it.
@@ -463,6 +478,25 @@ mod tests {
         }
     }
 
+    #[test]
+    fn a_decision_an_override_made_says_so_and_reads_back() {
+        let h = Handoff {
+            steered_by: Some(SteeredBy {
+                kind: "drain".into(),
+                hub: "primary".into(),
+                until: "2026-12-04T18:00:00Z".into(),
+            }),
+            ..sample(8)
+        };
+        let json = h.to_json();
+        assert!(
+            json.contains("\"override\": {\n    \"kind\": \"drain\""),
+            "{json}"
+        );
+        let back: Handoff = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, h);
+    }
+
     fn sample(generation: u64) -> Handoff {
         Handoff {
             endpoint: "https://10.1.80.12:6443".into(),
@@ -513,6 +547,7 @@ mod tests {
             "{json}"
         );
         assert!(json.contains("\"epoch\": 7"), "{json}");
+        assert!(!json.contains("override"), "{json}");
         let back = Handoff::from_json(json.as_bytes(), Path::new("x")).unwrap();
         assert_eq!(back.basis.unwrap().claim(), Ok(claim));
         // Written before bases were kept.

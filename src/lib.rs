@@ -16,6 +16,7 @@ pub mod handoff;
 pub mod http;
 pub mod hub;
 pub mod metrics;
+pub mod overrides;
 pub mod resolver;
 pub mod restart;
 pub mod state;

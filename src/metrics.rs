@@ -6,6 +6,7 @@ use prometheus::{
     IntGaugeVec, Opts, Registry, TextEncoder,
 };
 
+use crate::overrides::Kind;
 use crate::verdict::{ErrorReason, HubId};
 
 /// What a restart action came to: the `outcome` label of
@@ -57,7 +58,12 @@ impl Outcome {
 }
 
 /// The `why` label of `kubeslice_worker_hub_switches_held_total`.
-pub const HOLD_REASONS: [&str; 2] = ["older_than_basis", "unauthenticated"];
+pub const HOLD_REASONS: [&str; 4] = [
+    "older_than_basis",
+    "unauthenticated",
+    "pinned_hub_unreachable",
+    "drain_no_alternative",
+];
 
 /// The `reason` label of `kubeslice_worker_hub_events_failed_total`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -108,6 +114,8 @@ pub struct Metrics {
     pub watch_up: IntGaugeVec,
     pub events_failed: IntCounterVec,
     pub worker_probe_failures: IntCounterVec,
+    pub override_until: GaugeVec,
+    pub override_refused: IntGaugeVec,
 }
 
 impl Metrics {
@@ -183,6 +191,20 @@ impl Metrics {
                 "Unix time of the last read of a hub that got an answer.",
             ),
             &["hub"],
+        )?;
+        let override_until = GaugeVec::new(
+            Opts::new(
+                "kubeslice_worker_hub_override_until_timestamp_seconds",
+                "While an operator's pin or drain of this hub is in effect, the Unix time it ends; 0 otherwise.",
+            ),
+            &["hub", "kind"],
+        )?;
+        let override_refused = IntGaugeVec::new(
+            Opts::new(
+                "kubeslice_worker_hub_override_refused",
+                "1 while the current pin or drain value is refused (see /status or the HubOverrideRefused Event); 0 otherwise.",
+            ),
+            &["kind"],
         )?;
         let handoff_write_errors = IntCounter::new(
             "kubeslice_worker_hub_handoff_write_errors_total",
@@ -268,7 +290,12 @@ impl Metrics {
         registry.register(Box::new(watch_up.clone()))?;
         registry.register(Box::new(events_failed.clone()))?;
         registry.register(Box::new(worker_probe_failures.clone()))?;
+        registry.register(Box::new(override_until.clone()))?;
+        registry.register(Box::new(override_refused.clone()))?;
         registry.register(Box::new(build_info))?;
+        for kind in Kind::ALL {
+            override_refused.with_label_values(&[kind.as_str()]).set(0);
+        }
         for why in HOLD_REASONS {
             switches_held.with_label_values(&[why]);
         }
@@ -287,6 +314,11 @@ impl Metrics {
             claims_older_than_basis.with_label_values(&[h]);
             probe_duration.with_label_values(&[h]);
             last_success.with_label_values(&[h]);
+            for kind in Kind::ALL {
+                override_until
+                    .with_label_values(&[h, kind.as_str()])
+                    .set(0.0);
+            }
             for reason in ErrorReason::ALL {
                 probe_errors.with_label_values(&[h, reason.as_str()]);
             }
@@ -312,6 +344,8 @@ impl Metrics {
             watch_up,
             events_failed,
             worker_probe_failures,
+            override_until,
+            override_refused,
         })
     }
 

@@ -29,6 +29,14 @@
 //!    with no winner then, the primary is taken by default. A sidecar that restarted beside a
 //!    running worker resumes its last decision and its basis instead, and moving away from it
 //!    is a switch.
+//! 9. An operator's pin or drain ([`Steer`]) outranks the claims while it lasts, and moves the
+//!    worker like any switch: confirmed over `confirmations` rounds. A pin of H: claims have no
+//!    say; the worker moves to H once H answers, and stays on H while it is pinned, answering or
+//!    not. A drain of H: claims naming H have no say; a worker on H moves to the winner among
+//!    the others, or else to the first other hub that answers, and stays (held) while none does.
+//!    Rule 5 does not hold an operator's move back; rule 6 does. The move's basis is the
+//!    freshest claim naming its hub that round, if any, so that once the pin or drain ends a
+//!    fresher claim for another hub moves the worker back.
 
 use std::cmp::Ordering;
 
@@ -36,6 +44,7 @@ use jiff::{SignedDuration, Timestamp};
 use serde::{Deserialize, Serialize};
 
 use crate::claim::{Claim, Endpoint};
+use crate::overrides::Kind;
 use crate::verdict::{ErrorReason, HubId, ProbeError, Verdict};
 
 /// How far a claim's `lastUpdated` may lie ahead of our clock when it carries no epoch. A
@@ -60,6 +69,16 @@ pub struct Decision {
     /// The claim the decision rests on; `None` for a default, or a resumed decision written
     /// before bases were kept.
     pub basis: Option<Claim>,
+    /// The pin or drain that made this decision, if one did (rule 9).
+    pub steered: Option<Kind>,
+}
+
+/// An operator's pin and drain in effect this round (rule 9); hubs that are not configured are
+/// ignored (`overrides` refuses them).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Steer {
+    pub pin: Option<HubId>,
+    pub drain: Option<HubId>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -112,6 +131,10 @@ impl Candidate {
 pub struct Pending {
     pub candidate: Candidate,
     pub count: u32,
+    /// The pin or drain this switch is for, if one (rule 9): a move the claims make and one
+    /// an operator asks for are counted apart.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub steered: Option<Kind>,
 }
 
 /// Why a winner that is not the established hub does not move the worker.
@@ -128,6 +151,10 @@ pub enum Hold {
     },
     /// Its own hub refuses our credential (rule 6).
     Unauthenticated(ErrorReason),
+    /// The pinned hub did not answer this round (rule 9).
+    PinnedHubUnreachable(ErrorReason),
+    /// The worker is on a drained hub and no other hub answered this round (rule 9).
+    DrainNoAlternative { drained: HubId },
 }
 
 /// A winner held back this round, and why.
@@ -226,6 +253,7 @@ impl Resolver {
             identity,
             reason: Reason::Resumed,
             basis,
+            steered: None,
         })
     }
 
@@ -256,38 +284,58 @@ impl Resolver {
 
     /// One round at `now`: every hub's verdict, in any order.
     pub fn observe(&mut self, now: Timestamp, verdicts: &[(HubId, &Verdict)]) -> Step {
-        let (claims, rejected, ahead) = self.usable_claims(now, verdicts);
+        self.observe_steered(now, verdicts, Steer::default())
+    }
+
+    /// One round at `now` with an operator's pin and drain in effect (rule 9).
+    pub fn observe_steered(
+        &mut self,
+        now: Timestamp,
+        verdicts: &[(HubId, &Verdict)],
+        steer: Steer,
+    ) -> Step {
+        let configured = |h: &HubId| self.position(*h) != usize::MAX;
+        let pin = steer.pin.filter(configured);
+        let drain = steer.drain.filter(configured).filter(|_| pin.is_none());
+        let (mut claims, rejected, ahead) = self.usable_claims(now, verdicts);
         self.advance_basis(&claims);
+        if let Some(d) = drain {
+            claims.retain(|u| u.target != d);
+        }
         self.note_other_hubs(&claims);
-        let stale = self.stale(&claims);
-        let winner = self.winner(&claims);
+        let stale = if pin.is_some() {
+            Vec::new()
+        } else {
+            self.stale(&claims)
+        };
+        let aim = match (pin, drain) {
+            (Some(h), _) => self.aim_pinned(h, &claims, verdicts),
+            (None, Some(d)) if self.established.is_none_or(|e| e == d) => {
+                self.aim_drained(d, &claims, verdicts)
+            }
+            _ => None,
+        };
+        let aim = aim.unwrap_or_else(|| self.aim(&claims, verdicts));
         let mut held = None;
-        let decision = match (self.established, winner) {
-            (None, Some((w, claim))) => Some(self.establish(w, Some(claim), Reason::Startup)),
-            (None, None) => {
-                let primary = self.hubs.first().map_or(HubId::PRIMARY, |(h, _)| *h);
-                let w = Candidate {
-                    hub: primary,
-                    identity: None,
+        let decision = match aim {
+            Aim::Stay => {
+                self.pending = None;
+                None
+            }
+            Aim::Hold(h) => {
+                self.pending = None;
+                held = Some(h);
+                None
+            }
+            Aim::Move { to, claim, by } if self.established.is_none() => {
+                let reason = if claim.is_some() {
+                    Reason::Startup
+                } else {
+                    Reason::Default
                 };
-                Some(self.establish(w, None, Reason::Default))
+                Some(self.establish(to, claim, reason, by))
             }
-            (Some(_), None) => {
-                self.pending = None;
-                None
-            }
-            (Some(current), Some((w, _))) if w.hub == current => {
-                self.pending = None;
-                None
-            }
-            (Some(_), Some((w, claim))) => match self.hold(&w, claim, verdicts) {
-                Some(why) => {
-                    self.pending = None;
-                    held = Some(Held { candidate: w, why });
-                    None
-                }
-                None => self.confirm(w, claim),
-            },
+            Aim::Move { to, claim, by } => self.confirm(to, claim, by),
         };
         Step {
             decision,
@@ -295,6 +343,123 @@ impl Resolver {
             ahead,
             stale,
             held,
+        }
+    }
+
+    /// Rules 4 to 8: where the claims point.
+    fn aim<'v>(&self, claims: &[Usable<'v>], verdicts: &[(HubId, &Verdict)]) -> Aim<'v> {
+        let winner = self.winner(claims);
+        match (self.established, winner) {
+            (None, Some((w, claim))) => Aim::Move {
+                to: w,
+                claim: Some(claim),
+                by: None,
+            },
+            (None, None) => Aim::Move {
+                to: Candidate {
+                    hub: self.hubs.first().map_or(HubId::PRIMARY, |(h, _)| *h),
+                    identity: None,
+                },
+                claim: None,
+                by: None,
+            },
+            (Some(_), None) => Aim::Stay,
+            (Some(current), Some((w, _))) if w.hub == current => Aim::Stay,
+            (Some(_), Some((w, claim))) => match self.hold(&w, claim, verdicts) {
+                Some(why) => Aim::Hold(Held { candidate: w, why }),
+                None => Aim::Move {
+                    to: w,
+                    claim: Some(claim),
+                    by: None,
+                },
+            },
+        }
+    }
+
+    /// Rule 9, a pin of `h`: `None` leaves it to the claims (at startup, while `h` is silent,
+    /// so that the worker starts on something).
+    fn aim_pinned<'v>(
+        &self,
+        h: HubId,
+        claims: &[Usable<'v>],
+        verdicts: &[(HubId, &Verdict)],
+    ) -> Option<Aim<'v>> {
+        if self.established == Some(h) {
+            return Some(Aim::Stay);
+        }
+        if let Some(silent) = silence(h, verdicts) {
+            return self.established.map(|_| {
+                Aim::Hold(Held {
+                    candidate: Candidate {
+                        hub: h,
+                        identity: None,
+                    },
+                    why: Hold::PinnedHubUnreachable(silent),
+                })
+            });
+        }
+        Some(Aim::Move {
+            to: Candidate {
+                hub: h,
+                identity: None,
+            },
+            claim: freshest_naming(h, claims),
+            by: Some(Kind::Pin),
+        })
+    }
+
+    /// Rule 9, a drain of `d` while the worker is on `d` or on nothing yet; `claims` no longer
+    /// hold those naming `d`. `None` leaves it to the claims: at startup, when a claim for
+    /// another hub wins or no other hub answers (the worker starts on something).
+    fn aim_drained<'v>(
+        &self,
+        d: HubId,
+        claims: &[Usable<'v>],
+        verdicts: &[(HubId, &Verdict)],
+    ) -> Option<Aim<'v>> {
+        let by = Some(Kind::Drain);
+        let winner = self.winner(claims);
+        if winner.is_some() && self.established.is_none() {
+            return None;
+        }
+        if let Some((w, claim)) = winner {
+            return Some(match credential_refused(w.hub, verdicts) {
+                Some(e) => Aim::Hold(Held {
+                    candidate: w,
+                    why: Hold::Unauthenticated(e),
+                }),
+                None => Aim::Move {
+                    to: w,
+                    claim: Some(claim),
+                    by,
+                },
+            });
+        }
+        let answered = self
+            .hubs
+            .iter()
+            .map(|(h, _)| *h)
+            .find(|h| *h != d && silence(*h, verdicts).is_none());
+        match (answered, self.established) {
+            (Some(h), _) => Some(Aim::Move {
+                to: Candidate {
+                    hub: h,
+                    identity: None,
+                },
+                claim: None,
+                by,
+            }),
+            (None, None) => None,
+            (None, Some(_)) => {
+                let next = self.hubs.iter().map(|(h, _)| *h).find(|h| *h != d)?;
+                Some(Aim::Hold(Held {
+                    candidate: Candidate {
+                        hub: next,
+                        identity: None,
+                    },
+                    why: Hold::DrainNoAlternative { drained: d },
+                }))
+            }
         }
     }
 
@@ -370,15 +535,16 @@ impl Resolver {
                 names: *names,
             });
         }
-        verdicts.iter().find_map(|(hub, v)| match v {
-            Verdict::Error(e) if *hub == w.hub && e.reason.is_credential() => {
-                Some(Hold::Unauthenticated(e.reason))
-            }
-            _ => None,
-        })
+        credential_refused(w.hub, verdicts).map(Hold::Unauthenticated)
     }
 
-    fn establish(&mut self, w: Candidate, claim: Option<&Claim>, reason: Reason) -> Decision {
+    fn establish(
+        &mut self,
+        w: Candidate,
+        claim: Option<&Claim>,
+        reason: Reason,
+        steered: Option<Kind>,
+    ) -> Decision {
         self.established = Some(w.hub);
         self.basis = claim.cloned();
         self.pending = None;
@@ -393,23 +559,32 @@ impl Resolver {
         };
         Decision {
             hub: w.hub,
-            identity: w.identity,
+            identity: w
+                .identity
+                .or_else(|| claim.and_then(|c| c.identity.clone())),
             reason,
             basis: self.basis.clone(),
+            steered,
         }
     }
 
-    fn confirm(&mut self, w: Candidate, claim: &Claim) -> Option<Decision> {
+    fn confirm(
+        &mut self,
+        w: Candidate,
+        claim: Option<&Claim>,
+        steered: Option<Kind>,
+    ) -> Option<Decision> {
         let count = match &self.pending {
-            Some(p) if p.candidate == w => p.count + 1,
+            Some(p) if p.candidate == w && p.steered == steered => p.count + 1,
             _ => 1,
         };
         if count >= self.confirmations {
-            return Some(self.establish(w, Some(claim), Reason::Switch));
+            return Some(self.establish(w, claim, Reason::Switch, steered));
         }
         self.pending = Some(Pending {
             candidate: w,
             count,
+            steered,
         });
         None
     }
@@ -488,6 +663,46 @@ impl Resolver {
             best.claim,
         ))
     }
+}
+
+/// Where a round points, before the confirmation count.
+enum Aim<'v> {
+    /// Nothing to move to: any count restarts.
+    Stay,
+    /// A winner that does not move the worker this round; any count restarts.
+    Hold(Held),
+    /// Move there: at once at startup, else once confirmed. `claim` is the move's basis.
+    Move {
+        to: Candidate,
+        claim: Option<&'v Claim>,
+        by: Option<Kind>,
+    },
+}
+
+/// Why `hub` did not answer this round, if it did not (no verdict counts as a timeout).
+fn silence(hub: HubId, verdicts: &[(HubId, &Verdict)]) -> Option<ErrorReason> {
+    match verdicts.iter().find(|(h, _)| *h == hub) {
+        Some((_, Verdict::Error(e))) => Some(e.reason),
+        Some(_) => None,
+        None => Some(ErrorReason::Timeout),
+    }
+}
+
+/// Rule 6: the reason `hub` refused our credential this round, if it did.
+fn credential_refused(hub: HubId, verdicts: &[(HubId, &Verdict)]) -> Option<ErrorReason> {
+    verdicts.iter().find_map(|(h, v)| match v {
+        Verdict::Error(e) if *h == hub && e.reason.is_credential() => Some(e.reason),
+        _ => None,
+    })
+}
+
+/// The freshest usable claim naming `hub`.
+fn freshest_naming<'v>(hub: HubId, claims: &[Usable<'v>]) -> Option<&'v Claim> {
+    claims
+        .iter()
+        .filter(|u| u.target == hub)
+        .map(|u| u.claim)
+        .max_by(|a, b| freshness(a, b))
 }
 
 #[cfg(test)]
@@ -669,6 +884,7 @@ mod tests {
                 identity: Some("ctrl-b".into()),
                 reason: Reason::Startup,
                 basis: Some(as_claim(&c)),
+                steered: None,
             })
         );
         assert_eq!(r.established(), Some(S));
@@ -1191,6 +1407,225 @@ mod tests {
         }
         assert_eq!(r.established(), Some(P));
     }
+
+    // Rule 9: an operator's pin and drain.
+
+    fn steered(r: &mut Resolver, p: &Verdict, s: &Verdict, steer: Steer) -> Step {
+        let step = r.observe_steered(now(), &[(P, p), (S, s)], steer);
+        if step.decision.is_some() {
+            r.published();
+        }
+        step
+    }
+
+    fn pin(h: HubId) -> Steer {
+        Steer {
+            pin: Some(h),
+            drain: None,
+        }
+    }
+
+    fn drain(h: HubId) -> Steer {
+        Steer {
+            pin: None,
+            drain: Some(h),
+        }
+    }
+
+    #[test]
+    fn a_pin_moves_the_worker_once_confirmed_whatever_the_claims_say() {
+        let mut r = settled_on(P, 3);
+        let a = claim_epoch(A, 5, at(10));
+        for count in 1..3 {
+            let step = steered(&mut r, &a, &Verdict::NoClaim, pin(S));
+            assert_eq!(step.decision, None);
+            assert_eq!(
+                r.pending().map(|p| (p.candidate.hub, p.count)),
+                Some((S, count))
+            );
+            assert!(step.stale.is_empty());
+        }
+        let step = steered(&mut r, &a, &Verdict::NoClaim, pin(S));
+        let d = step.decision.expect("the third confirming round moves");
+        assert_eq!(
+            (d.hub, d.reason, d.steered),
+            (S, Reason::Switch, Some(Kind::Pin))
+        );
+        assert_eq!(d.basis, None, "no claim names the pinned hub");
+        // Pinned: claims for the other hub, however fresh, have no say.
+        for i in 0..5 {
+            let a = claim_epoch(A, 6 + i, at(20));
+            assert_eq!(steered(&mut r, &a, &a, pin(S)).decision, None);
+            assert_eq!(r.pending(), None);
+        }
+        // Once the pin ends, a claim fresher than the pinned move's basis moves the worker back.
+        let a = claim_epoch(A, 6, at(20));
+        for _ in 0..2 {
+            assert_eq!(steered(&mut r, &a, &a, Steer::default()).decision, None);
+        }
+        let back = steered(&mut r, &a, &a, Steer::default()).decision.unwrap();
+        assert_eq!((back.hub, back.steered), (P, None));
+    }
+
+    #[test]
+    fn a_pinned_hub_that_does_not_answer_holds_the_move_and_keeps_a_worker_already_on_it() {
+        let mut r = settled_on(P, 2);
+        let a = claim(A, "a", at(10));
+        for _ in 0..3 {
+            let step = steered(&mut r, &a, &down(), pin(S));
+            assert_eq!(step.decision, None);
+            assert_eq!(
+                step.held.map(|h| (h.candidate.hub, h.why)),
+                Some((S, Hold::PinnedHubUnreachable(ErrorReason::Timeout)))
+            );
+        }
+        // A silent round in between restarts the count.
+        assert_eq!(
+            steered(&mut r, &a, &Verdict::NoClaim, pin(S)).decision,
+            None
+        );
+        assert_eq!(steered(&mut r, &a, &down(), pin(S)).decision, None);
+        assert_eq!(
+            steered(&mut r, &a, &Verdict::NoClaim, pin(S)).decision,
+            None
+        );
+        let d = steered(&mut r, &a, &Verdict::NoClaim, pin(S)).decision;
+        assert_eq!(d.map(|d| d.hub), Some(S));
+        // On the pinned hub, its silence and the other hub's claims move nothing.
+        for _ in 0..5 {
+            let step = steered(&mut r, &claim(A, "a", at(50)), &down(), pin(S));
+            assert_eq!((step.decision, step.held), (None, None));
+        }
+    }
+
+    #[test]
+    fn at_startup_a_silent_pinned_hub_leaves_the_first_decision_to_the_claims() {
+        let mut r = resolver(3);
+        let a = claim(A, "a", at(10));
+        let step = steered(&mut r, &a, &down(), pin(S));
+        assert_eq!(hub_of(&step), Some((P, Reason::Startup)));
+        assert_eq!(step.decision.unwrap().steered, None);
+        let mut r = resolver(3);
+        let step = steered(&mut r, &a, &Verdict::NoClaim, pin(S));
+        assert_eq!(hub_of(&step), Some((S, Reason::Default)));
+        assert_eq!(step.decision.unwrap().steered, Some(Kind::Pin));
+    }
+
+    #[test]
+    fn a_drain_moves_the_worker_to_the_other_claim_even_an_older_one() {
+        let mut r = settled_on(P, 2);
+        steered(
+            &mut r,
+            &claim_epoch(A, 5, at(10)),
+            &down(),
+            Steer::default(),
+        );
+        // B's claim is older than the basis: without the drain it would be held (rule 5).
+        let a = claim_epoch(A, 5, at(10));
+        let b = claim_epoch(B, 4, at(5));
+        assert!(steered(&mut r, &down(), &b, Steer::default())
+            .held
+            .is_some());
+        assert_eq!(steered(&mut r, &a, &b, drain(P)).decision, None);
+        let d = steered(&mut r, &a, &b, drain(P)).decision.unwrap();
+        assert_eq!(
+            (d.hub, d.reason, d.steered),
+            (S, Reason::Switch, Some(Kind::Drain))
+        );
+        assert_eq!(d.basis, Some(as_claim(&b)));
+    }
+
+    #[test]
+    fn a_drain_without_another_claim_moves_to_the_first_other_hub_that_answers() {
+        let mut r = settled_on(P, 1);
+        let a = claim(A, "a", at(10));
+        let d = steered(&mut r, &a, &Verdict::NoClaim, drain(P))
+            .decision
+            .unwrap();
+        assert_eq!((d.hub, d.basis, d.steered), (S, None, Some(Kind::Drain)));
+        // Drained, A's claims have no say against the worker on B.
+        for _ in 0..3 {
+            assert_eq!(
+                steered(&mut r, &a, &Verdict::NoClaim, drain(P)).decision,
+                None
+            );
+        }
+        // The drain removed: A's claim is fresher than no basis, and moves the worker back.
+        let back = steered(&mut r, &a, &Verdict::NoClaim, Steer::default()).decision;
+        assert_eq!(back.map(|d| (d.hub, d.steered)), Some((P, None)));
+    }
+
+    #[test]
+    fn a_drain_with_only_the_drained_hub_answering_keeps_the_worker_there() {
+        let mut r = settled_on(P, 1);
+        let a = claim(A, "a", at(10));
+        for _ in 0..3 {
+            let step = steered(&mut r, &a, &down(), drain(P));
+            assert_eq!(step.decision, None);
+            assert_eq!(
+                step.held.map(|h| (h.candidate.hub, h.why)),
+                Some((S, Hold::DrainNoAlternative { drained: P }))
+            );
+        }
+        assert_eq!(r.established(), Some(P));
+        // A hub that refuses our credential is no alternative either.
+        let step = steered(&mut r, &a, &refused(ErrorReason::Unauthorized), drain(P));
+        assert!(step.held.is_some() && step.decision.is_none());
+        // The startup with only the drained hub answering still decides: its claim has no
+        // say, so the first hub is the default.
+        let mut r = resolver(1);
+        assert_eq!(
+            hub_of(&steered(&mut r, &a, &down(), drain(P))),
+            Some((P, Reason::Default))
+        );
+    }
+
+    #[test]
+    fn a_drain_does_not_move_the_worker_onto_a_hub_that_refuses_our_credential() {
+        let mut r = settled_on(P, 1);
+        let b = claim(B, "b", at(10));
+        let step = steered(&mut r, &b, &refused(ErrorReason::Forbidden), drain(P));
+        assert_eq!(
+            step.held.map(|h| h.why),
+            Some(Hold::Unauthenticated(ErrorReason::Forbidden))
+        );
+    }
+
+    #[test]
+    fn claims_naming_a_drained_hub_have_no_say_elsewhere() {
+        let mut r = settled_on(S, 1);
+        let a = claim_epoch(A, 9, at(50));
+        for _ in 0..3 {
+            let step = steered(&mut r, &a, &a, drain(P));
+            assert_eq!((step.decision, step.held), (None, None));
+        }
+        // At startup too.
+        let mut r = resolver(1);
+        let step = steered(&mut r, &a, &claim(B, "b", at(1)), drain(P));
+        assert_eq!(hub_of(&step), Some((S, Reason::Startup)));
+    }
+
+    #[test]
+    fn after_the_controller_moved_first_the_end_of_a_drain_moves_nothing() {
+        // The runbook: the Active moves to B (epoch 6), A is drained, A comes back with its
+        // old claim (epoch 5), and the drain is removed.
+        let mut r = settled_on(P, 2);
+        let b6 = claim_epoch(B, 6, at(30));
+        steered(&mut r, &b6, &b6, Steer::default());
+        let d = steered(&mut r, &b6, &b6, Steer::default())
+            .decision
+            .unwrap();
+        assert_eq!(d.hub, S);
+        for _ in 0..3 {
+            assert_eq!(steered(&mut r, &down(), &b6, drain(P)).decision, None);
+        }
+        let a5 = claim_epoch(A, 5, at(10));
+        for _ in 0..5 {
+            let step = steered(&mut r, &a5, &Verdict::NoClaim, Steer::default());
+            assert_eq!(step.decision, None);
+        }
+        assert_eq!(r.established(), Some(S));
+    }
 }
 
 #[cfg(test)]
@@ -1392,6 +1827,120 @@ mod properties {
                 v
             });
             prop_assert_eq!(run_with_bases(n, k, &rs), rotated);
+        }
+    }
+
+    /// A pin and a drain that each last a few rounds: `Steer` per round, over `len` rounds.
+    fn steers(k: usize, len: usize) -> impl Strategy<Value = Vec<Steer>> {
+        let one = (
+            proptest::option::of(0..k),
+            proptest::option::of(0..k),
+            1usize..8,
+        );
+        proptest::collection::vec(one, 1..8).prop_map(move |runs| {
+            let mut out: Vec<Steer> = runs
+                .into_iter()
+                .flat_map(|(pin, drain, n)| {
+                    let steer = Steer {
+                        pin: pin.map(|i| ids(k)[i]),
+                        drain: drain.map(|i| ids(k)[i]),
+                    };
+                    std::iter::repeat_n(steer, n)
+                })
+                .collect();
+            out.resize(len, Steer::default());
+            out
+        })
+    }
+
+    fn steered_rounds() -> impl Strategy<Value = (usize, Vec<Vec<Verdict>>, Vec<Steer>)> {
+        rounds().prop_flat_map(|(k, rs)| {
+            let len = rs.len();
+            (Just(k), Just(rs), steers(k, len))
+        })
+    }
+
+    fn run_steered(
+        n: u32,
+        k: usize,
+        rounds: &[Vec<Verdict>],
+        steers: &[Steer],
+    ) -> Vec<(Step, Option<Claim>)> {
+        let mut r = Resolver::new(hubs(k), n);
+        rounds
+            .iter()
+            .zip(steers)
+            .map(|(round, steer)| {
+                let before = r.basis().cloned();
+                let now = Timestamp::from_second(1_800_000_000 + 86_400).unwrap();
+                let verdicts: Vec<_> = ids(k).into_iter().zip(round).collect();
+                let step = r.observe_steered(now, &verdicts, *steer);
+                if step.decision.is_some() {
+                    r.published();
+                }
+                (step, before)
+            })
+            .collect()
+    }
+
+    fn answered(round: &[Verdict], k: usize, hub: HubId) -> bool {
+        ids(k)
+            .iter()
+            .zip(round)
+            .any(|(h, v)| *h == hub && !matches!(v, Verdict::Error(_)))
+    }
+
+    proptest! {
+        /// After the first round, a pinned worker moves only to the pinned hub, and only after
+        /// `n` rounds pinned to it in which it answered.
+        #[test]
+        fn a_pin_moves_only_to_its_hub_and_only_once_it_answered_n_times(n in 1u32..4, (k, rs, st) in steered_rounds()) {
+            let steps = run_steered(n, k, &rs, &st);
+            for (i, (step, _)) in steps.iter().enumerate().skip(1) {
+                let Some(d) = &step.decision else { continue };
+                if let Some(h) = st[i].pin {
+                    prop_assert_eq!(d.hub, h);
+                }
+                if d.steered == Some(Kind::Pin) {
+                    prop_assert!(i + 1 >= n as usize);
+                    for j in i + 1 - n as usize..=i {
+                        prop_assert_eq!(st[j].pin, Some(d.hub));
+                        prop_assert!(answered(&rs[j], k, d.hub));
+                    }
+                }
+            }
+        }
+
+        /// After the first round, no decision moves the worker onto a drained hub.
+        #[test]
+        fn a_drained_hub_is_never_switched_to(n in 1u32..4, (k, rs, st) in steered_rounds()) {
+            for (i, (step, _)) in run_steered(n, k, &rs, &st).iter().enumerate().skip(1) {
+                let Some(d) = &step.decision else { continue };
+                prop_assert_eq!(d.reason, Reason::Switch);
+                if st[i].pin.is_none() {
+                    prop_assert_ne!(Some(d.hub), st[i].drain);
+                }
+            }
+        }
+
+        /// The rules without a pin or drain are untouched by earlier ones: a switch the claims
+        /// make still rests on a claim fresher than the basis it leaves, and names a hub they
+        /// named for `n` rounds.
+        #[test]
+        fn switches_the_claims_make_keep_their_rules_around_steering(n in 1u32..4, (k, rs, st) in steered_rounds()) {
+            for (i, (step, before)) in run_steered(n, k, &rs, &st).into_iter().enumerate() {
+                let Some(d) = step.decision.filter(|d| d.reason == Reason::Switch && d.steered.is_none()) else { continue };
+                prop_assert!(names(&rs[i], k, d.hub));
+                let Some(floor) = before.filter(|b| b.epoch.is_some() || b.last_updated.is_some()) else { continue };
+                let basis = d.basis.expect("a switch the claims make rests on a claim");
+                prop_assert_eq!(freshness(&basis, &floor), Ordering::Greater);
+            }
+        }
+
+        #[test]
+        fn no_steering_is_the_plain_rule(n in 1u32..4, (k, rs) in rounds()) {
+            let none = vec![Steer::default(); rs.len()];
+            prop_assert_eq!(run_steered(n, k, &rs, &none), run_with_bases(n, k, &rs));
         }
     }
 }

@@ -10,6 +10,7 @@ use tokio::time::Instant;
 use crate::claim::Claim;
 use crate::handoff::Handoff;
 use crate::hub::Probe;
+use crate::overrides::{Kind, Overrides};
 use crate::resolver::Pending;
 use crate::verdict::{HubId, Verdict};
 
@@ -122,6 +123,9 @@ pub struct FollowerView {
     pub pending: Option<Pending>,
     /// A winner that does not move the worker, and why, while it lasts.
     pub held: Option<HeldView>,
+    /// The operator's pin and drain; absent when `--override-dir` is not set.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub overrides: Option<OverridesView>,
     pub confirmations_required: u32,
     /// Reads come at `--watched-poll-interval`: every hub's watch vouches for its hub.
     pub polling_relaxed: bool,
@@ -145,6 +149,7 @@ impl FollowerView {
             hubs: BTreeMap::new(),
             pending: None,
             held: None,
+            overrides: None,
             confirmations_required: confirmations,
             polling_relaxed: false,
             last_round_at: None,
@@ -164,5 +169,91 @@ impl FollowerView {
     pub fn healthy(&self, now: Instant) -> bool {
         self.mode == Mode::SingleHub
             || now.saturating_duration_since(self.last_round) <= self.stale_after
+    }
+}
+
+/// The pin and the drain as `/status` shows them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OverridesView {
+    pub pin: Option<OverrideView>,
+    pub drain: Option<OverrideView>,
+    /// Per kind, the value read last when it is refused.
+    pub refused: BTreeMap<&'static str, RefusedView>,
+    /// Per kind, the last one that ended in this run of the sidecar.
+    pub ended: BTreeMap<&'static str, EndedView>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OverrideView {
+    pub hub: HubId,
+    /// RFC 3339.
+    pub until: String,
+    pub value: String,
+    /// RFC 3339: when this run of the sidecar took it.
+    pub since: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RefusedView {
+    pub value: String,
+    /// `malformed`, `unknown_hub`, `too_far` or `conflict`.
+    pub reason: &'static str,
+    pub why: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EndedView {
+    pub hub: HubId,
+    pub until: String,
+    /// `expired`, `removed` or `replaced`.
+    pub how: &'static str,
+    pub at: String,
+}
+
+impl OverridesView {
+    pub fn of(o: &Overrides) -> Self {
+        let view = |kind| {
+            o.in_effect(kind).map(|a| OverrideView {
+                hub: a.hub,
+                until: a.until.to_string(),
+                value: a.value.clone(),
+                since: a.since.to_string(),
+            })
+        };
+        let mut refused = BTreeMap::new();
+        let mut ended = BTreeMap::new();
+        for kind in Kind::ALL {
+            if let Some(r) = o.refused(kind) {
+                refused.insert(
+                    kind.as_str(),
+                    RefusedView {
+                        value: r.value.clone(),
+                        reason: r.reason.as_str(),
+                        why: r.why.clone(),
+                    },
+                );
+            }
+            if let Some(e) = o.ended(kind) {
+                ended.insert(
+                    kind.as_str(),
+                    EndedView {
+                        hub: e.was.hub,
+                        until: e.was.until.to_string(),
+                        how: e.how.as_str(),
+                        at: e.at.to_string(),
+                    },
+                );
+            }
+        }
+        Self {
+            pin: view(Kind::Pin),
+            drain: view(Kind::Drain),
+            refused,
+            ended,
+        }
     }
 }

@@ -37,6 +37,7 @@ pub fn handoff(hub: HubId, generation: u64, reason: Reason) -> Handoff {
         reason,
         namespace: None,
         basis: None,
+        steered_by: None,
     }
 }
 

@@ -152,6 +152,11 @@ pub struct Settings {
         default_value = "/var/run/hub-follower"
     )]
     pub handoff_dir: PathBuf,
+    /// A directory whose files `pin` and `drain` hold an operator's "HUB until RFC3339" (the
+    /// chart mounts the pod's hub-follower.kubeslice.io/pin and /drain annotations there);
+    /// empty: pin and drain are off.
+    #[arg(long, env = "HUB_OVERRIDE_DIR", global = true)]
+    pub override_dir: Option<String>,
     #[arg(
         long,
         env = "HUB_FOLLOWER_LISTEN",

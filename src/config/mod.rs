@@ -50,6 +50,8 @@ pub struct Config {
     pub watched_poll_interval: Duration,
     pub confirmations: u32,
     pub handoff_dir: PathBuf,
+    /// Where the operator's pin and drain are read; `None`: off.
+    pub override_dir: Option<PathBuf>,
     pub listen: SocketAddr,
     pub log_format: LogFormat,
     pub restart: RestartConfig,
@@ -238,6 +240,7 @@ impl Config {
             watched_poll_interval,
             confirmations: parse::<Count>("confirmations", &s.confirmations)?.0,
             handoff_dir: s.handoff_dir.clone(),
+            override_dir: optional(&s.override_dir).map(PathBuf::from),
             listen: parse::<Listen>("listen", &s.listen)?.0,
             log_format: parse("log_format", &s.log_format)?,
             restart: RestartConfig::from_settings(s)?,

@@ -172,6 +172,20 @@ impl Follower {
                     "that hub refuses our credential ({e}), so the worker would be refused there too; check its token and CA with `hub-follower check`"
                 ),
             ),
+            Hold::PinnedHubUnreachable(e) => (
+                "pinned_hub_unreachable",
+                format!(
+                    "it is pinned, but its reads fail ({e}); the worker stays where it is and moves once the {} hub has answered {} reads in a row, or follows the claims again once the pin is removed",
+                    held.candidate.hub,
+                    self.resolver.confirmations()
+                ),
+            ),
+            Hold::DrainNoAlternative { drained } => (
+                "drain_no_alternative",
+                format!(
+                    "the {drained} hub is drained, but no other hub answers; the worker stays on {drained} until one does"
+                ),
+            ),
         };
         self.metrics
             .switches_held

@@ -104,8 +104,9 @@ impl QuickRetry {
 /// waits on time and no switch is pending. A round that starts a pending switch does not: a
 /// hub that fails every other read would otherwise get a quick round after each failure,
 /// and be read at `--confirm-interval` for as long as it fails.
-pub(super) fn gives_retries_back(probes: &[Probe], step: &Step, pending: bool) -> bool {
-    step.decision.is_some() || (settled(probes, step) && !pending)
+/// `settled` is [`settled`] of the round.
+pub(super) fn gives_retries_back(settled: bool, step: &Step, pending: bool) -> bool {
+    step.decision.is_some() || (settled && !pending)
 }
 
 /// When the quick round after a streak broken by silence starts: at `--confirm-interval`
@@ -211,6 +212,7 @@ mod tests {
                 identity: None,
                 reason: Reason::Switch,
                 basis: None,
+                steered: None,
             }),
             ..Step::default()
         }
@@ -256,6 +258,7 @@ mod tests {
                 identity: Some("ctrl-b".into()),
             },
             count,
+            steered: None,
         }
     }
 
@@ -330,17 +333,33 @@ mod tests {
         let mut quick = 0;
         for _ in 0..5 {
             // B answers: a switch to it starts pending, which gives nothing back.
-            let back = gives_retries_back(&answered(), &Step::default(), true);
+            let back = gives_retries_back(
+                settled(&answered(), &Step::default()),
+                &Step::default(),
+                true,
+            );
             assert!(!back);
             assert!(!retry.after_round(None, back));
             // B fails: the streak breaks.
             let broke = unfinished(Some(&b), None, &Step::default(), &secondary_silent(), false);
-            let back = gives_retries_back(&secondary_silent(), &Step::default(), false);
+            let back = gives_retries_back(
+                settled(&secondary_silent(), &Step::default()),
+                &Step::default(),
+                false,
+            );
             quick += usize::from(retry.after_round(broke, back));
         }
         assert_eq!(quick, 1);
         // A round that settles with nothing pending, or a decision, gives it back.
-        assert!(gives_retries_back(&answered(), &Step::default(), false));
-        assert!(gives_retries_back(&secondary_silent(), &switched(), false));
+        assert!(gives_retries_back(
+            settled(&answered(), &Step::default()),
+            &Step::default(),
+            false
+        ));
+        assert!(gives_retries_back(
+            settled(&secondary_silent(), &switched()),
+            &switched(),
+            false
+        ));
     }
 }

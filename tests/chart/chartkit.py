@@ -367,6 +367,8 @@ METRICS = {
     "kubeslice_worker_hub_watch_restarts_total",
     "kubeslice_worker_hub_watch_up",
     "kubeslice_worker_hub_events_failed_total",
+    "kubeslice_worker_hub_override_until_timestamp_seconds",
+    "kubeslice_worker_hub_override_refused",
     "hub_follower_build_info",
 }
 

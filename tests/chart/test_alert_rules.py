@@ -43,7 +43,7 @@ def run(promtool: str, *args: str, cwd: Path) -> str:
 
 def test_the_rules_pass_promtool_check(chart, promtool, tmp_path):
     (tmp_path / "rules.yml").write_text(yaml.safe_dump(rules(chart)))
-    assert "SUCCESS: 5 rules found" in run(promtool, "check", "rules", "rules.yml", cwd=tmp_path)
+    assert "SUCCESS: 6 rules found" in run(promtool, "check", "rules", "rules.yml", cwd=tmp_path)
 
 
 def test_every_alert_passes_its_unit_tests(chart, promtool, tmp_path):
@@ -66,8 +66,8 @@ def test_every_alert_has_a_firing_and_a_silent_case(chart):
 @pytest.mark.parametrize(
     "durations",
     [
-        {"secondaryHubUnreachable": "9m", "noUsableHub": "4m", "watchDown": "14m"},
-        {"secondaryHubUnreachable": "11m", "noUsableHub": "6m", "watchDown": "16m"},
+        {"secondaryHubUnreachable": "9m", "noUsableHub": "4m", "watchDown": "14m", "overrideRefused": "4m"},
+        {"secondaryHubUnreachable": "11m", "noUsableHub": "6m", "watchDown": "16m", "overrideRefused": "6m"},
     ],
     ids=["one-minute-shorter", "one-minute-longer"],
 )
@@ -77,5 +77,58 @@ def test_the_unit_tests_fail_against_a_rule_whose_for_is_off_by_one_evaluation(c
     shutil.copy(TESTS, tmp_path / TESTS.name)
     out = subprocess.run([promtool, "test", "rules", TESTS.name], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert out.returncode != 0
-    for alert in ("HubFollowerSecondaryHubUnreachable", "HubFollowerNoUsableHub", "HubFollowerWatchDown"):
+    for alert in ("HubFollowerSecondaryHubUnreachable", "HubFollowerNoUsableHub", "HubFollowerWatchDown", "HubFollowerOverrideRefused"):
         assert f"alertname: {alert}" in out.stdout + out.stderr, alert
+
+
+UNREACHABLE = "HubFollowerSecondaryHubUnreachable"
+ACTIVE_CLAUSE = "unless\n(kubeslice_worker_hub_active == 1)\n"
+PROBES = ("kubeslice_worker_hub_probe_errors_total[", "kubeslice_worker_hub_last_probe_success_timestamp_seconds)")
+
+
+def by_name(expr: str) -> str:
+    """The rule as it was before it selected by role: every hub but the one named primary."""
+    for p in PROBES:
+        expr = expr.replace(p, p[:-1] + '{hub!="primary"}' + p[-1])
+    return expr.replace(ACTIVE_CLAUSE, "")
+
+
+@pytest.mark.parametrize(
+    "change,failing",
+    [
+        (lambda e: e[: e.index("unless ignoring(kind)")], "a drained secondary unreachable stays silent"),
+        (lambda e: e.replace("unless ignoring(kind)", "unless"), "a drained secondary unreachable stays silent"),
+        (lambda e: e.replace("> 0)", "> bool 0)"), "a pin of the unreachable secondary, or a drain of another hub, does not silence it"),
+        (lambda e: e.replace(ACTIVE_CLAUSE, ""), "the hub the worker is on being unreachable is not this alert"),
+        (lambda e: e.replace("== 1)", "== bool 1)"), "worker on the primary, the secondary unreachable since start fires 10m after the condition holds"),
+        (lambda e: e.replace(ACTIVE_CLAUSE, ACTIVE_CLAUSE.replace("unless", "unless on(hub)")), "two workers on different hubs, the secondary unreachable from both, fires for the one on the primary only"),
+        (by_name, "worker on the secondary, the primary unreachable fires, naming the primary"),
+        (lambda e: e.replace(PROBES[0], PROBES[0][:-1] + '{hub="secondary"}['), "a listed hub unreachable since start fires, naming it"),
+    ],
+    ids=[
+        "without-the-drain-clause", "without-ignoring-kind", "drain-gauge-as-bool", "without-the-active-clause",
+        "active-gauge-as-bool", "active-matched-on-hub-only", "by-name-not-by-role", "secondary-only",
+    ],
+)
+def test_the_unit_tests_fail_against_a_rule_that_misses_standby_listed_or_drained_hubs(chart, promtool, tmp_path, change, failing):
+    wrong = rules(chart)
+    (rule,) = [r for g in wrong["groups"] for r in g["rules"] if r.get("alert") == UNREACHABLE]
+    changed = change(rule["expr"])
+    assert changed != rule["expr"]
+    rule["expr"] = changed
+    (tmp_path / "rules.yml").write_text(yaml.safe_dump(wrong))
+    shutil.copy(TESTS, tmp_path / TESTS.name)
+    out = subprocess.run([promtool, "test", "rules", TESTS.name], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert out.returncode != 0
+    assert f"name: {failing}," in out.stdout + out.stderr, out.stdout + out.stderr
+
+
+def test_the_unit_tests_fail_against_a_refusal_alert_on_the_wrong_value(chart, promtool, tmp_path):
+    wrong = rules(chart)
+    (rule,) = [r for g in wrong["groups"] for r in g["rules"] if r.get("alert") == "HubFollowerOverrideRefused"]
+    rule["expr"] = rule["expr"].replace("== 1", ">= 0")
+    (tmp_path / "rules.yml").write_text(yaml.safe_dump(wrong))
+    shutil.copy(TESTS, tmp_path / TESTS.name)
+    out = subprocess.run([promtool, "test", "rules", TESTS.name], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert out.returncode != 0
+    assert "name: nothing refused stays silent," in out.stdout + out.stderr, out.stdout + out.stderr

@@ -24,6 +24,7 @@ ALERTS = {
     "HubFollowerWorkerRestartUnverified",
     "HubFollowerSwitchFlapping",
     "HubFollowerWatchDown",
+    "HubFollowerOverrideRefused",
 }
 
 # The parts of the prometheus-operator PrometheusRule CRD (monitoring.coreos.com/v1)
@@ -125,10 +126,12 @@ def test_rule_matches_the_crd_schema(rendered):
     assert rule["metadata"]["labels"]["release"] == "kube-prometheus-stack"
 
 
-def test_the_five_alerts_are_there(rendered):
+def test_the_six_alerts_are_there(rendered):
     _, alerts = rules(rendered)
     assert set(alerts) == ALERTS
     assert alerts["HubFollowerSecondaryHubUnreachable"]["for"] == "10m"
+    assert alerts["HubFollowerOverrideRefused"]["for"] == "5m"
+    assert alerts["HubFollowerOverrideRefused"]["labels"]["severity"] == "warning"
     assert alerts["HubFollowerNoUsableHub"]["labels"]["severity"] == "critical"
     # Polling still follows a failover without the watch: never more than a warning.
     assert alerts["HubFollowerWatchDown"]["labels"]["severity"] == "warning"
@@ -154,11 +157,20 @@ def test_alerts_are_valid_promql_on_exported_metrics_and_labels(rendered):
             assert metric in METRICS, (name, metric)
             if "hub" in matchers:
                 assert matchers["hub"] in {("Equal", "primary"), ("Equal", "secondary")}, name
+            if "kind" in matchers:
+                assert matchers["kind"] in {("Equal", "pin"), ("Equal", "drain")}, name
             if "outcome" in matchers:
                 op, value = matchers["outcome"]
                 assert op == "Re" and set(value.split("|")) <= RESTART_OUTCOMES, name
-    secondary = selectors(alerts["HubFollowerSecondaryHubUnreachable"]["expr"])
-    assert all(m.get("hub") == ("Equal", "secondary") for _, m in secondary)
+    # The unreachable alert selects hubs by role (the active gauge), never by name.
+    unreachable = selectors(alerts["HubFollowerSecondaryHubUnreachable"]["expr"])
+    assert unreachable == [
+        ("kubeslice_worker_hub_probe_errors_total", {}),
+        ("kubeslice_worker_hub_last_probe_success_timestamp_seconds", {}),
+        ("kubeslice_worker_hub_active", {}),
+        ("kubeslice_worker_hub_override_until_timestamp_seconds", {"kind": ("Equal", "drain")}),
+    ]
+    assert selectors(alerts["HubFollowerOverrideRefused"]["expr"]) == [("kubeslice_worker_hub_override_refused", {})]
     (restarts,) = selectors(alerts["HubFollowerWorkerRestartUnverified"]["expr"])
     assert "unverified" in restarts[1]["outcome"][1].split("|")
     assert [m for m, _ in selectors(alerts["HubFollowerSwitchFlapping"]["expr"])] == ["kubeslice_worker_hub_switches_total"]
@@ -177,6 +189,106 @@ def test_watch_alert_needs_a_watch_down_on_a_hub_that_answers(rendered):
     assert "== 0" in expr and "< 60" in expr
     # One-to-one `and`: both series carry `hub` and nothing else of hub-follower's.
     assert "on(" not in expr.replace(" ", "") and "ignoring(" not in expr.replace(" ", "")
+
+
+def test_unreachable_alert_covers_every_hub_the_worker_is_not_on_and_not_a_drained_one(rendered):
+    _, alerts = rules(rendered)
+    alert = alerts["HubFollowerSecondaryHubUnreachable"]
+    tree = promql_parser.parse(alert["expr"])
+    # ((errors > 0 unless recent success) unless (active == 1)) unless ignoring(kind)
+    # (drain gauge > 0): the drain clause applies to the whole condition, matched on
+    # every label but `kind`, which the probe series do not have.
+    assert isinstance(tree, promql_parser.BinaryExpr) and str(tree.op) == "unless"
+    assert str(tree.modifier.matching.type).endswith("Exclude") and list(tree.modifier.matching.labels) == ["kind"]
+    drain = tree.rhs.expr if isinstance(tree.rhs, promql_parser.ParenExpr) else tree.rhs
+    assert isinstance(drain, promql_parser.BinaryExpr) and str(drain.op) == ">"
+    # A filter, not `> bool`, which would keep the 0s and suppress every hub.
+    assert drain.modifier is None or not drain.modifier.return_bool
+    assert isinstance(drain.lhs, promql_parser.VectorSelector)
+    assert drain.lhs.name == "kubeslice_worker_hub_override_until_timestamp_seconds"
+    assert isinstance(drain.rhs, promql_parser.NumberLiteral) and drain.rhs.val == 0
+    # The hub the worker is on is left out: `unless (active == 1)`, matched on every
+    # label (`hub` and the target labels, which both sides have), so one worker being
+    # on a hub does not silence another worker's alert for it.
+    standby = tree.lhs
+    assert isinstance(standby, promql_parser.BinaryExpr) and str(standby.op) == "unless"
+    matching = standby.modifier.matching if standby.modifier else None
+    assert matching is None or (str(matching.type).endswith("Exclude") and not list(matching.labels))
+    active = standby.rhs.expr if isinstance(standby.rhs, promql_parser.ParenExpr) else standby.rhs
+    assert isinstance(active, promql_parser.BinaryExpr) and str(active.op) == "=="
+    assert active.modifier is None or not active.modifier.return_bool
+    assert isinstance(active.lhs, promql_parser.VectorSelector) and active.lhs.name == "kubeslice_worker_hub_active"
+    assert isinstance(active.rhs, promql_parser.NumberLiteral) and active.rhs.val == 1
+    probes = standby.lhs
+    assert isinstance(probes, promql_parser.BinaryExpr) and str(probes.op) == "unless"
+    assert [n.name for n in nodes(probes, promql_parser.VectorSelector)] == [
+        "kubeslice_worker_hub_probe_errors_total",
+        "kubeslice_worker_hub_last_probe_success_timestamp_seconds",
+    ]
+    assert "unless\n(kubeslice_worker_hub_active == 1)\nunless ignoring(kind)\n" in alert["expr"]
+    assert 'unless ignoring(kind)\n(kubeslice_worker_hub_override_until_timestamp_seconds{kind="drain"} > 0)' in alert["expr"]
+    # The alert names the hub it is about; Prometheus fills in the label.
+    assert alert["annotations"]["summary"] == "hub-follower cannot probe the {{ $labels.hub }} hub."
+    assert alert["annotations"]["description"].startswith("The {{ $labels.hub }} hub has failed every probe of {{ $labels.namespace }}/{{ $labels.pod }} for 10m.")
+
+
+def test_unreachable_alert_is_the_same_with_overrides_off(chart):
+    # With overrides off the drain gauge stays 0, so the clause never suppresses.
+    asked = {"prometheusRule": {"enabled": True}}
+    on = chartkit.rule_exprs(chartkit.render(chart, chartkit.hf(metrics=asked)))
+    off = chartkit.rule_exprs(chartkit.render(chart, chartkit.hf(metrics=asked, overrides={"enabled": False})))
+    assert on.pop("HubFollowerOverrideRefused")
+    assert on == off
+
+
+def test_refusal_alert_names_the_kind_and_where_to_read_the_reason(rendered):
+    _, alerts = rules(rendered)
+    alert = alerts["HubFollowerOverrideRefused"]
+    tree = promql_parser.parse(alert["expr"])
+    # A filter on the gauge itself: its `kind` and the target labels are the alert's.
+    assert isinstance(tree, promql_parser.BinaryExpr) and str(tree.op) == "=="
+    assert tree.modifier is None or not tree.modifier.return_bool
+    assert isinstance(tree.lhs, promql_parser.VectorSelector) and tree.lhs.name == "kubeslice_worker_hub_override_refused"
+    assert isinstance(tree.rhs, promql_parser.NumberLiteral) and tree.rhs.val == 1
+    annotations = alert["annotations"]
+    assert "{{ $labels.kind }}" in annotations["summary"]
+    for text in ("hub-follower.kubeslice.io/{{ $labels.kind }}", "HubOverrideRefused", "/status .overrides.refused", " for 5m;"):
+        assert text in annotations["description"], text
+    assert annotations["runbook_url"].endswith("#hubfolloweroverriderefused")
+
+
+def test_refusal_alert_follows_for_override_refused(chart):
+    r = chartkit.render(chart, chartkit.hf(metrics={"prometheusRule": {"enabled": True, "for": {"overrideRefused": "20m"}}}))
+    _, alerts = rules(r)
+    assert alerts["HubFollowerOverrideRefused"]["for"] == "20m"
+    assert " for 20m;" in alerts["HubFollowerOverrideRefused"]["annotations"]["description"]
+    # The other durations keep their defaults.
+    assert alerts["HubFollowerSecondaryHubUnreachable"]["for"] == "10m"
+
+
+@pytest.mark.parametrize("bad", ["5", "five minutes", "-5m", ""])
+def test_for_override_refused_must_be_a_duration(chart, bad):
+    with pytest.raises(Exception, match="overrideRefused"):
+        chartkit.render(chart, chartkit.hf(metrics={"prometheusRule": {"enabled": True, "for": {"overrideRefused": bad}}}))
+
+
+def test_refusal_alert_only_with_the_overrides_volume(chart):
+    # The sidecar reads no pin or drain without the volume (overrides.enabled false), so
+    # the gauge stays 0: no alert. With listed hubs and no secondary, the volume and the
+    # alert are there.
+    asked = {"prometheusRule": {"enabled": True}}
+    off = chartkit.render(chart, chartkit.hf(metrics=asked, overrides={"enabled": False}))
+    assert "hub-follower-overrides" not in off.volumes
+    _, alerts = rules(off)
+    assert set(alerts) == ALERTS - {"HubFollowerOverrideRefused"}
+    hubs_only = chartkit.render(chart, chartkit.hf(
+        metrics=asked,
+        secondary={"endpoint": "", "secretName": "", "tlsServerName": ""},
+        hubs=[{"name": "hub-3", "endpoint": "https://hub-3.example.com:6443", "secretName": "kubeslice-hub-3-token"}],
+    ))
+    assert "hub-follower-overrides" in hubs_only.volumes
+    _, alerts = rules(hubs_only)
+    assert "HubFollowerOverrideRefused" in alerts
 
 
 def test_watch_alert_only_with_the_watch_on(chart):

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import copy
 import json
+import os
+import re
 import statistics
 import subprocess
 import sys
@@ -86,7 +88,8 @@ class Pod:
     """One rendering of the example chart, running on the node."""
 
     def __init__(self, node: Node, chart, hubs, name: str, mode: str, native: bool, extra: dict[str, Any] | None = None,
-                 worker: dict[str, Any] | None = None, worker_env: dict[str, str] | None = None):
+                 worker: dict[str, Any] | None = None, worker_env: dict[str, str] | None = None,
+                 labels: dict[str, str] | None = None):
         a, b = hubs
         self.cp, self.name = node.cp, name
         values = {
@@ -117,6 +120,7 @@ class Pod:
         self.manifest = {"apiVersion": "v1", "kind": "Pod",
                          "metadata": {"name": name, "namespace": NS, **copy.deepcopy(template["metadata"])},
                          "spec": spec}
+        self.manifest["metadata"].setdefault("labels", {}).update(labels or {})
 
     def create(self) -> "Pod":
         if self.rbac:
@@ -536,3 +540,160 @@ def test_restart_all_other_exits_restart_only_the_sidecar_and_a_switch_during_it
           f"the switch: {switched[0]['note']}; {reported[0]['type']}: {reported[0]['note']}")
     wait_for("the new sidecar verified the worker",
              lambda: any("the worker acknowledged the current decision" in l for l in pod.logs("hub-follower")), 60)
+
+
+# --- Pin and drain: the pod's annotations, through the chart's downward-API volume ------------
+
+# Quick reads and restarts, so that a walk through several moves fits in a few minutes.
+STEERING = {"pollInterval": "2s", "probeTimeout": "1s", "restart": {"mode": "signal", "jitter": "1s", "cooldown": "5s"}}
+WORKER_LABEL = {"control-plane": "controller-manager"}
+RUNBOOK = "## Maintenance: drain a hub, upgrade it, bring it back"
+
+
+def status() -> dict[str, Any]:
+    """The sidecar's /status (host network: the pod's port on 127.0.0.1)."""
+    import urllib.request
+    return json.loads(urllib.request.urlopen("http://127.0.0.1:8095/status", timeout=5).read())
+
+
+def annotate(pod: Pod, key: str, value: str | None) -> None:
+    arg = f"hub-follower.kubeslice.io/{key}" + ("-" if value is None else f"={value}")
+    pod.cp.kubectl("annotate", "pod", pod.name, "-n", NS, arg, "--overwrite")
+
+
+def in_seconds(secs: int) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + secs))
+
+
+def test_a_pin_waits_for_its_hub_refuses_a_bad_value_and_ends_by_itself_on_the_real_node(deploy, hubs):
+    a, b = hubs
+    pod = deploy("signal", True, extra=STEERING)
+    assert pod.worker_hub() == a.cp.endpoint
+    # Pinned to B while B does not answer: the worker stays on A, and the pod says why.
+    b.cp.apiserver.freeze()
+    try:
+        annotate(pod, "pin", f"secondary until {in_seconds(600)}")
+        wait_for("HubPinned on the pod", lambda: notes(pod, "HubPinned"), 90)
+        wait_for("the pin held", lambda: status()["held"] and status()["held"]["reason"] == "pinned_hub_unreachable", 60)
+        held = [e["note"] for e in notes(pod, "HubSwitchHeld")]
+        assert any("pinned, but its reads fail" in n for n in held), held
+        assert pod.restarts("manager") == 0
+    finally:
+        b.cp.apiserver.thaw()
+    # B answers: the move is confirmed like any switch, and the worker restarted onto B once.
+    wait_for("the worker restarted on B", lambda: pod.restarts("manager") == 1 and pod.worker_hub() == b.cp.endpoint, 120, every=0.5)
+    switched = [e["note"] for e in notes(pod, "HubSwitched")]
+    assert len(switched) == 1 and "(pin of secondary until" in switched[0], switched
+    assert metric("kubeslice_worker_hub_override_until_timestamp_seconds", hub="secondary", kind="pin") > time.time()
+
+    # A typo while editing: refused on the pod, the pin in effect stays, nothing moves.
+    annotate(pod, "pin", "secondary until tomorrow")
+    wait_for("HubOverrideRefused on the pod", lambda: notes(pod, "HubOverrideRefused"), 90)
+    refused = notes(pod, "HubOverrideRefused")[0]
+    assert refused["type"] == "Warning" and "malformed" in refused["note"], refused
+    assert metric("kubeslice_worker_hub_override_refused", kind="pin") == 1
+    s = status()
+    assert s["overrides"]["pin"]["hub"] == "secondary" and s["overrides"]["refused"]["pin"]["reason"] == "malformed", s
+
+    # A short pin replaces it and ends by itself; the claims, which name A, take the worker back.
+    annotate(pod, "pin", f"secondary until {in_seconds(30)}")
+    wait_for("the pin expired", lambda: any("(expired)" in e["note"] for e in notes(pod, "HubPinEnded")), 120)
+    assert any("(replaced)" in e["note"] for e in notes(pod, "HubPinEnded"))
+    wait_for("the worker restarted on A", lambda: pod.restarts("manager") == 2 and pod.worker_hub() == a.cp.endpoint, 120, every=0.5)
+    assert metric("kubeslice_worker_hub_override_until_timestamp_seconds", hub="secondary", kind="pin") == 0
+    assert metric("kubeslice_worker_hub_override_refused", kind="pin") == 0
+    assert pod.restarts("hub-follower") == 0
+
+
+def runbook_blocks() -> list[str]:
+    """The `sh` blocks of the runbook in docs/operations.md, in order."""
+    text = (REPO / "docs" / "operations.md").read_text()
+    assert RUNBOOK in text, f"docs/operations.md has no section {RUNBOOK!r}"
+    section = text.split(RUNBOOK, 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"```sh\n(.*?)```", section, re.S)
+
+
+class Shell:
+    """Runs blocks one after another as one operator's shell would: the variables and
+    functions a block defines are there for the next one."""
+
+    def __init__(self, kubeconfig: Path, state: Path):
+        self.state = state
+        state.write_text("")
+        self.env = {**os.environ, "KUBECONFIG": str(kubeconfig)}
+
+    def run(self, block: str) -> str:
+        # allexport: what a block assigns is exported, and so saved for the next one.
+        script = f"set -a\nsource {self.state}\nset -euo pipefail\n{block}\n{{ export -p; declare -f; }} > {self.state}\n"
+        r = subprocess.run(["bash", "-c", script], env=self.env, capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, f"the runbook's block failed ({r.returncode}):\n{block}\nstdout:\n{r.stdout}\nstderr:\n{r.stderr}"
+        return r.stdout
+
+
+def status_line(out: str) -> dict[str, Any]:
+    """The runbook's `status`: the last line a block printed."""
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def test_the_maintenance_runbook(deploy, hubs, node, tmp_path):
+    """docs/operations.md's runbook, block by block, on the real node with real hubs. What the
+    runbook leaves to other tools (the controller's failover, the upgrade itself) is done here
+    the way those tools would leave the hubs."""
+    a, b = hubs
+    pod = deploy("signal", True, extra=STEERING, labels=WORKER_LABEL)
+    blocks = runbook_blocks()
+    assert len(blocks) == 7, f"the runbook's sh blocks changed ({len(blocks)}): walk the new ones here"
+    sh = Shell(node.cp.kubeconfig, tmp_path / "runbook.state")
+
+    # 1. Before.
+    before = status_line(sh.run(blocks[0]))
+    assert before["hub"] == "primary" and before["drain"] is None, before
+    assert before["verdicts"] == {"primary": "claim", "secondary": "claim"}, before
+
+    # 2. The Active controller moves to B (its own procedure; here, the claims it leaves).
+    for hub in hubs:
+        hub.claim(b.cp.endpoint, B_ID)
+    wait_for("the worker restarted on B", lambda: pod.restarts("manager") == 1 and pod.worker_hub() == b.cp.endpoint, 120, every=0.5)
+    wait_for("WorkerRestarted on the pod", lambda: notes(pod, "WorkerRestarted"), 60)
+    out = sh.run(blocks[1])
+    assert "HubSwitched" in out and "WorkerRestarted" in out, out
+    assert status_line(out)["hub"] == "secondary"
+
+    # 3. Drain A.
+    sh.run(blocks[2])
+    wait_for("HubDrained on the pod", lambda: notes(pod, "HubDrained"), 90)
+    out = sh.run(blocks[3])
+    assert "HubDrained" in out and "HubOverrideRefused" not in out, out
+    drained = status_line(out)
+    assert drained["drain"] == "primary" and drained["hub"] == "secondary", drained
+    assert metric("kubeslice_worker_hub_override_until_timestamp_seconds", hub="primary", kind="drain") > time.time()
+
+    # 4. A is upgraded: its API server goes away and comes back, and a controller starting on
+    # A claims A, fresher than anything so far (a split brain). Drained, A has no say.
+    a.cp.restart_apiserver()
+    a.claim(a.cp.endpoint, A_ID)
+    wait_for("A's claim read", lambda: (status()["hubs"]["primary"].get("claim") or {}).get("endpoint") == a.cp.endpoint, 60)
+    time.sleep(10)  # five reads: long enough for a wrong move to start
+    assert pod.restarts("manager") == 1 and status()["published"]["hub"] == "secondary"
+    pending = [e["note"] for e in notes(pod, "HubSwitchPending")]
+    assert not any("switch to the primary hub" in n for n in pending), pending
+
+    # 5. A checked; its controller is Standby, so its claim names B.
+    a.claim(b.cp.endpoint, B_ID)
+    wait_for("A mirrors B", lambda: (status()["hubs"]["primary"].get("claim") or {}).get("endpoint") == b.cp.endpoint, 60)
+    checked = status_line(sh.run(blocks[4]))
+    assert checked["verdicts"]["primary"] == "claim" and checked["drain"] == "primary", checked
+
+    # 6. Bring A back.
+    sh.run(blocks[5])
+    wait_for("HubDrainEnded on the pod", lambda: notes(pod, "HubDrainEnded"), 90)
+    out = sh.run(blocks[6])
+    assert "HubDrainEnded" in out and "(removed)" in out, out
+    back = status_line(out)
+    assert back["drain"] is None and back["ended"]["drain"]["how"] == "removed" and back["hub"] == "secondary", back
+    assert metric("kubeslice_worker_hub_override_until_timestamp_seconds", hub="primary", kind="drain") == 0
+    # The claims decide again: the controller's own failback moves the worker to A.
+    for hub in hubs:
+        hub.claim(a.cp.endpoint, A_ID)
+    wait_for("the worker restarted on A", lambda: pod.restarts("manager") == 2 and pod.worker_hub() == a.cp.endpoint, 120, every=0.5)
+    assert pod.restarts("hub-follower") == 0

@@ -33,5 +33,6 @@ pub fn handoff(hub: HubId, generation: u64, reason: Reason) -> Handoff {
         reason,
         namespace: None,
         basis: None,
+        steered_by: None,
     }
 }

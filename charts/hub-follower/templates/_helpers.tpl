@@ -26,6 +26,13 @@ are also the binary's defaults. */}}
 {{- define "hub-follower.secondaryVolume" -}}hub-follower-secondary-hub{{- end -}}
 {{- define "hub-follower.hubVolume" -}}hub-follower-hub-{{ . }}{{- end -}}
 {{- define "hub-follower.binVolume" -}}hub-follower-bin{{- end -}}
+{{- define "hub-follower.overridesVolume" -}}hub-follower-overrides{{- end -}}
+{{- /* Where the sidecar reads the pin and drain annotations (HUB_OVERRIDE_DIR), and the
+pod annotations that hold them (the binary's contract: files `pin` and `drain`, each the
+annotation's value or empty). */ -}}
+{{- define "hub-follower.overridesDir" -}}/etc/hub-follower/overrides{{- end -}}
+{{- define "hub-follower.pinAnnotation" -}}hub-follower.kubeslice.io/pin{{- end -}}
+{{- define "hub-follower.drainAnnotation" -}}hub-follower.kubeslice.io/drain{{- end -}}
 
 {{/* "true" when hub-follower is on. Fails when it is on but the library's defaults are
 missing, which means the dependency was declared without `alias: hubFollower`: the
@@ -54,6 +61,16 @@ of hubFollower.hubs (with or without a secondary). Without either the sidecar ru
 single-hub mode: it publishes the primary once and never polls nor watches. */}}
 {{- define "hub-follower.twoHubs" -}}
 {{- if or (include "hub-follower.secondaryHub" .) .Values.hubFollower.hubs -}}
+true
+{{- end -}}
+{{- end -}}
+
+{{/* "true" when the sidecar reads pin and drain overrides (takes the parent's root
+context): overrides.enabled and more than one hub (the binary ignores them with one
+hub). Then the pod gets the downward-API volume hub-follower-overrides, the sidecar
+alone mounts it and gets HUB_OVERRIDE_DIR. */}}
+{{- define "hub-follower.overrides" -}}
+{{- if and (dig "overrides" "enabled" false .Values.hubFollower) (include "hub-follower.twoHubs" .) -}}
 true
 {{- end -}}
 {{- end -}}
@@ -342,7 +359,7 @@ off); here they fail before a pod crash-loops. */ -}}
 {{- if gt $confirm $poll -}}
 {{- fail (printf "hubFollower.confirmInterval: %q must not be longer than hubFollower.pollInterval (%q)" $hf.confirmInterval $hf.pollInterval) -}}
 {{- end -}}
-{{- range $name, $value := dict "watch.enabled" $hf.watch.enabled "events.enabled" $hf.events.enabled -}}
+{{- range $name, $value := dict "watch.enabled" $hf.watch.enabled "events.enabled" $hf.events.enabled "overrides.enabled" (dig "overrides" "enabled" false $hf) -}}
 {{- if not (kindIs "bool" $value) -}}
 {{- fail (printf "hubFollower.%s: %v must be true or false" $name $value) -}}
 {{- end -}}
@@ -598,6 +615,10 @@ Takes $c. */}}
   value: {{ $hf.watch.watchedPollInterval | quote }}
 - name: HUB_HANDOFF_DIR
   value: {{ $hf.handoff.dir | quote }}
+{{- if include "hub-follower.overrides" $root }}
+- name: HUB_OVERRIDE_DIR
+  value: {{ include "hub-follower.overridesDir" $root | quote }}
+{{- end }}
 - name: HUB_FOLLOWER_LISTEN
   value: {{ printf "0.0.0.0:%d" ($hf.port | int64) | quote }}
 - name: HUB_FOLLOWER_LOG_FORMAT
@@ -718,6 +739,12 @@ volumeMounts:
   {{- with include "hub-follower.hubMounts" $root | trim }}
   {{- . | nindent 2 }}
   {{- end }}
+  {{- /* The pin and drain annotations: the sidecar's alone, the worker has no use for them. */}}
+  {{- if include "hub-follower.overrides" $root }}
+  - name: {{ include "hub-follower.overridesVolume" $root }}
+    mountPath: {{ include "hub-follower.overridesDir" $root }}
+    readOnly: true
+  {{- end }}
 {{- end -}}
 
 {{/* The init container that copies the binary for the exec wrapper, as a map in YAML
@@ -742,8 +769,8 @@ volumeMounts:
 
 {{/* The worker's volumes as a YAML list (takes $c): the handoff directory
 (memory-backed: it holds a kubeconfig view of the credentials), the secondary hub's
-credential (with a secondary hub), each hubFollower.hubs entry's credential, and the
-binary for the wrapper. */}}
+credential (with a secondary hub), each hubFollower.hubs entry's credential, the pin
+and drain annotations (hub-follower.overrides), and the binary for the wrapper. */}}
 {{- define "hub-follower.volumes" -}}
 {{- $hf := .hf -}}
 {{- $root := .root -}}
@@ -774,6 +801,20 @@ binary for the wrapper. */}}
         path: token
       - key: ca.crt
         path: ca.crt
+{{- end }}
+{{- /* kubelet rewrites these files when the annotations change (on its pod sync, about
+a minute); an annotation that is not set gives an empty file, which means none. */}}
+{{- if include "hub-follower.overrides" $root }}
+- name: {{ include "hub-follower.overridesVolume" $root }}
+  downwardAPI:
+    defaultMode: 0444
+    items:
+      - path: pin
+        fieldRef:
+          fieldPath: {{ printf "metadata.annotations['%s']" (include "hub-follower.pinAnnotation" $root) | quote }}
+      - path: drain
+        fieldRef:
+          fieldPath: {{ printf "metadata.annotations['%s']" (include "hub-follower.drainAnnotation" $root) | quote }}
 {{- end }}
 {{- if $hf.execWrapper }}
 - name: {{ include "hub-follower.binVolume" $root }}

@@ -11,9 +11,18 @@ labels, so they work whatever labels the scrape configuration attaches.
 Nothing is rendered in single-hub mode (no secondary hub and no hubFollower.hubs): the
 sidecar then never probes, so the probe-success timestamps stay 0 and
 HubFollowerNoUsableHub would fire falsely, and with nothing to switch to the other
-alerts cannot fire. HubFollowerSecondaryHubUnreachable is about the secondary hub
-only: a hub of hubFollower.hubs has no unreachable alert of its own (its probe errors
-are kubeslice_worker_hub_probe_errors_total{hub="<its name>"}).
+alerts cannot fire. HubFollowerSecondaryHubUnreachable, named so for its runbook
+links, is about every hub the worker is not on: the hubs whose
+kubeslice_worker_hub_active is not 1, whatever their names, one alert per hub (its
+`hub` label). A standby's credential is used only at failover, so a broken one would
+fail exactly then; after a failover to the secondary an unreachable primary is such a
+standby, and fires. The hub the worker is on is not this alert's. It is silent for a
+hub while a drain of it is in effect (the hub-follower.kubeslice.io/drain annotation;
+kubeslice_worker_hub_override_until_timestamp_seconds{kind="drain"} > 0): the worker
+does not fail over to a drained hub, and an operator who drains a hub expects it to be
+down. It fires again `for` after the drain ends if the hub still fails.
+HubFollowerOverrideRefused is rendered only with the overrides volume
+(hub-follower.overrides): without it the sidecar reads no pin or drain.
 */}}
 {{- define "hub-follower.prometheusRule" -}}
 {{- $hf := .Values.hubFollower -}}
@@ -42,14 +51,23 @@ spec:
   groups:
     - name: hub-follower
       rules:
-        # The secondary hub's credential is used only at failover, so a broken one
-        # would fail exactly then. Fires after for.secondaryHubUnreachable without one
-        # successful probe of the secondary, including "never succeeded since start".
+        # A standby hub's credential (any hub the worker is not on) is used only at
+        # failover, so a broken one would fail exactly then. Fires, per hub the worker
+        # is not on (kubeslice_worker_hub_active not 1), after
+        # for.secondaryHubUnreachable without one successful probe of that hub,
+        # including "never succeeded since start"; not for the hub the worker is on
+        # (plain `unless`: the active gauge has `hub` and the same target labels as the
+        # probe series), and not while the hub is drained (`unless ignoring(kind)`: the
+        # drain gauge has `kind`, the probe series do not).
         - alert: HubFollowerSecondaryHubUnreachable
           expr: |
-            sum without (reason) (rate(kubeslice_worker_hub_probe_errors_total{hub="secondary"}[{{ $window }}s])) > 0
+            sum without (reason) (rate(kubeslice_worker_hub_probe_errors_total[{{ $window }}s])) > 0
             unless
-            (time() - kubeslice_worker_hub_last_probe_success_timestamp_seconds{hub="secondary"}) < {{ $stale }}
+            (time() - kubeslice_worker_hub_last_probe_success_timestamp_seconds) < {{ $stale }}
+            unless
+            (kubeslice_worker_hub_active == 1)
+            unless ignoring(kind)
+            (kubeslice_worker_hub_override_until_timestamp_seconds{kind="drain"} > 0)
           for: {{ $rule.for.secondaryHubUnreachable }}
           labels:
             severity: warning
@@ -57,8 +75,8 @@ spec:
             {{- toYaml . | nindent 12 }}
             {{- end }}
           annotations:
-            summary: hub-follower cannot probe the secondary hub.
-            description: {{ printf "The secondary hub has failed every probe of {{ $labels.namespace }}/{{ $labels.pod }} for %s. Its credential or endpoint would fail at failover." $rule.for.secondaryHubUnreachable | quote }}
+            summary: {{ `hub-follower cannot probe the {{ $labels.hub }} hub.` | quote }}
+            description: {{ printf "The {{ $labels.hub }} hub has failed every probe of {{ $labels.namespace }}/{{ $labels.pod }} for %s. Its credential or endpoint would fail at failover." $rule.for.secondaryHubUnreachable | quote }}
             runbook_url: {{ printf "%s#hubfollowersecondaryhubunreachable" $base }}
         # Neither hub has answered a probe recently, or no decision is published: the
         # worker cannot follow a failover, and a restarting worker waits.
@@ -123,6 +141,24 @@ spec:
             summary: hub-follower switches hubs back and forth.
             description: {{ printf "hub-follower in {{ $labels.namespace }}/{{ $labels.pod }} switched hubs {{ $value | humanize }} times in %s." $rule.flappingWindow | quote }}
             runbook_url: {{ printf "%s#hubfollowerswitchflapping" $base }}
+        {{- if include "hub-follower.overrides" . }}
+        # A pin or drain annotation's value was refused (malformed, unknown_hub,
+        # too_far, conflict) and has stayed refused for for.overrideRefused; a pin or
+        # drain already in effect stays. Rendered only with the overrides volume.
+        - alert: HubFollowerOverrideRefused
+          expr: |
+            kubeslice_worker_hub_override_refused == 1
+          for: {{ $rule.for.overrideRefused }}
+          labels:
+            severity: warning
+            {{- with $rule.alertLabels }}
+            {{- toYaml . | nindent 12 }}
+            {{- end }}
+          annotations:
+            summary: {{ `hub-follower refused the value of the {{ $labels.kind }} annotation.` | quote }}
+            description: {{ printf "hub-follower in {{ $labels.namespace }}/{{ $labels.pod }} has refused the value of its hub-follower.kubeslice.io/{{ $labels.kind }} annotation for %s; a {{ $labels.kind }} already in effect stays in effect. The reason is in the pod's HubOverrideRefused Event and in /status .overrides.refused.{{ $labels.kind }}." $rule.for.overrideRefused | quote }}
+            runbook_url: {{ printf "%s#hubfolloweroverriderefused" $base }}
+        {{- end }}
 {{- end -}}
 {{- end -}}
 

@@ -24,7 +24,8 @@ events.rbac.create), the PodMonitor (metrics.podMonitor.enabled), the Prometheus
 The patch adds the sidecar (a native sidecar in initContainers, or a regular
 container after the worker), the hub-follower-install init container (execWrapper),
 the handoff, secondary-credential, hubs' credential (hubFollower.hubs) and binary
-volumes and the worker's mounts of them,
+volumes and the worker's mounts of them, the downward-API volume of the pin and drain
+annotations (overrides.enabled, with two hubs or more; the sidecar's alone),
 HUB_HANDOFF_DIR in the worker's env, the exec wrapper around the worker's command, the
 /worker/livez livenessProbe with the worker's own probe handed to the sidecar
 (liveness mode), shareProcessNamespace and the worker's
@@ -401,6 +402,10 @@ hub-follower is on: restart mode {{ $hf.restart.mode }}, {{ if $native }}native 
   On {{ if $hf.hubs }}every hub{{ else }}both hubs{{ end }} the worker's hub identity needs {{ if $hf.watch.enabled }}get, list and watch{{ else }}get{{ end }} on
   clusters.controller.kubeslice.io/{{ with tpl (toString $hf.clusterName) . }}{{ . }}{{ else }}<the worker's CLUSTER_NAME>{{ end }} in the project namespace
   (docs/helm.md, "RBAC on both hubs").
+{{- if include "hub-follower.overrides" . }}
+  Pin or drain a hub for a while (docs/helm.md, "Pin and drain"), e.g.:
+           kubectl -n {{ $namespace }} annotate pod <pod> {{ include "hub-follower.drainAnnotation" . }}="<hub> until <RFC 3339 time, at most 7 days ahead>"
+{{- end }}
 {{- else }}
   Single-hub mode (no secondary hub): the sidecar publishes the primary hub
   and follows no failover. No PrometheusRule is rendered.
