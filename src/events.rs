@@ -206,7 +206,7 @@ impl Fact {
             ),
             Fact::SteeringEnded { kind, hub, how } => (
                 Normal, match kind { SteerKind::Pin => "HubPinEnded", SteerKind::Drain => "HubDrainEnded" }, "Steer",
-                format!("the {kind} of the {hub} hub ended ({how}); the claims decide again"),
+                format!("the {kind} of the {hub} hub ended ({how})"),
             ),
             Fact::SteeringRefused { kind, value, reason, why, kept } => (
                 Warning, "HubOverrideRefused", "Steer",
@@ -218,9 +218,33 @@ impl Fact {
             kind,
             reason,
             action,
-            message,
+            message: fit(message),
         }
     }
+
+    /// Whether the limiter applies. An operator's pin, drain and their refusals are paced by
+    /// people and by kubelet's sync (at most one reading per tick), and each must be seen.
+    fn limited(&self) -> bool {
+        !matches!(
+            self,
+            Fact::Steered { .. } | Fact::SteeringEnded { .. } | Fact::SteeringRefused { .. }
+        )
+    }
+}
+
+/// The most an Event's note may hold (events.k8s.io/v1 refuses more).
+pub const MAX_NOTE: usize = 1024;
+
+/// `message` cut to [`MAX_NOTE`] bytes at a character boundary, marked with "…".
+fn fit(message: String) -> String {
+    if message.len() <= MAX_NOTE {
+        return message;
+    }
+    let mut end = MAX_NOTE - '…'.len_utf8();
+    while !message.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &message[..end])
 }
 
 /// Where the follower and the restart side send facts. Never blocks; a no-op when Events are
@@ -291,6 +315,9 @@ struct Bucket {
 impl Limiter {
     /// The Event to write for `fact` at `now`, or `None` when it is held back.
     pub fn admit(&mut self, now: Instant, fact: &Fact) -> Option<Note> {
+        if !fact.limited() {
+            return Some(fact.note());
+        }
         let b = self.kinds.entry(fact.key()).or_insert(Bucket {
             tokens: BURST,
             refilled: now,
@@ -308,7 +335,10 @@ impl Limiter {
         b.tokens -= 1;
         let mut note = fact.note();
         if b.held_back > 0 {
-            note.message += &format!(" ({} like it held back before this)", b.held_back);
+            note.message = fit(format!(
+                "{} ({} like it held back before this)",
+                note.message, b.held_back
+            ));
             b.held_back = 0;
         }
         Some(note)
@@ -491,13 +521,11 @@ mod tests {
             }
             assert!(n.message.len() <= 1024);
         }
-        // The longest refusal the overrides module makes still fits.
+        // The longest refusal the overrides module makes still fits, with escapes that grow
+        // a byte into six.
         let mut o = crate::overrides::Overrides::new(vec![P, S]);
-        let changes = o.read(
-            SteerKind::Pin,
-            &"x".repeat(100_000),
-            jiff::Timestamp::UNIX_EPOCH,
-        );
+        let hostile = "\u{1}\"\té".repeat(1000);
+        let changes = o.read(SteerKind::Pin, &hostile, jiff::Timestamp::UNIX_EPOCH);
         let [crate::overrides::Change::Refused { refused, .. }] = &changes[..] else {
             panic!("{changes:?}")
         };
@@ -509,7 +537,28 @@ mod tests {
             kept: Some(refused.value.clone()),
         }
         .note();
-        assert!(n.message.len() <= 1024, "{}", n.message.len());
+        assert!(n.message.len() <= MAX_NOTE, "{}", n.message.len());
+        assert!(n.message.ends_with('…'));
+        assert!(n.message.starts_with("refused the pin value"));
+    }
+
+    #[test]
+    fn pin_and_drain_facts_are_never_held_back() {
+        let mut l = Limiter::default();
+        let t0 = Instant::now();
+        let ended = Fact::SteeringEnded {
+            kind: SteerKind::Drain,
+            hub: P,
+            how: "removed",
+        };
+        for _ in 0..10 {
+            assert!(l.admit(t0, &ended).is_some());
+        }
+        // Everything else still is.
+        for _ in 0..BURST {
+            assert!(l.admit(t0, &down(S)).is_some());
+        }
+        assert!(l.admit(t0, &down(S)).is_none());
     }
 
     #[test]

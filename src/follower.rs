@@ -61,6 +61,8 @@ pub struct Follower {
     retry_soon: bool,
     /// The operator's pin and drain (`--override-dir`).
     overrides: Overrides,
+    /// The pin or drain that made the decision in `unpublished`, as it stood then.
+    unpublished_by: Option<crate::handoff::SteeredBy>,
     /// Per kind, why its file cannot be read, logged once per change.
     override_unreadable: HashMap<Kind, String>,
 }
@@ -103,6 +105,7 @@ impl Follower {
             quick_retry: pace::QuickRetry::default(),
             retry_soon: false,
             overrides,
+            unpublished_by: None,
             override_unreadable: HashMap::new(),
         }
     }
@@ -182,8 +185,17 @@ impl Follower {
                     false
                 }
             };
-            // A pin or drain that began or ended is acted on now, whatever the pace of reads.
+            // A pin or drain that began or ended is acted on now, whatever the pace of reads;
+            // while a switch is pending, its confirming reads keep their spacing.
             let steered = self.read_overrides().await;
+            if steered && self.resolver.pending().is_some() {
+                if let Some(earliest) = last_start.map(|t| t + self.config.confirm_interval) {
+                    tokio::select! {
+                        _ = shutdown.changed() => return,
+                        _ = tokio::time::sleep_until(earliest) => {}
+                    }
+                }
+            }
             let now = Instant::now();
             if ticked && !steered && now < next {
                 // Woken for an expiry the clock had not quite reached: wait on.
@@ -354,6 +366,7 @@ impl Follower {
         let now = Timestamp::now();
         let verdicts: Vec<(HubId, &Verdict)> = probes.iter().map(|p| (p.hub, &p.verdict)).collect();
         let pending_before = self.resolver.pending().cloned();
+        self.expire_overrides(now);
         let step = self.resolver.observe_steered(now, &verdicts, self.steer());
         // A claim the rule refused for its date is reported as the bad response it is.
         let answers: Vec<Probe> = probes
@@ -408,6 +421,8 @@ impl Follower {
         self.note_rejections(&step.rejected, &probes);
         self.note_stale(&step.stale);
         if let Some(decision) = step.decision {
+            // What made it, as it stood this round: it may end before the write succeeds.
+            self.unpublished_by = decision.steered.and_then(|k| self.steered_by(k));
             self.unpublished = Some(decision);
         }
         self.publish_pending().await;
@@ -463,7 +478,10 @@ impl Follower {
             reason: decision.reason,
             namespace: Some(self.config.namespace.clone()),
             basis: self.resolver.basis().map(Basis::of),
-            steered_by: decision.steered.and_then(|k| self.steered_by(k)),
+            steered_by: self
+                .unpublished_by
+                .clone()
+                .filter(|_| decision.steered.is_some()),
         };
         match handoff::publish_in_background(&self.config.handoff_dir, &handoff).await {
             Ok(()) => {

@@ -170,14 +170,15 @@ impl Overrides {
     pub fn read(&mut self, kind: Kind, text: &str, now: Timestamp) -> Vec<Change> {
         let value = text.trim();
         let slot = self.slot(kind);
-        // A value refused for what changes by itself (how far ahead its time is, what the
-        // other kind holds) is judged again; any other value read again changes nothing.
+        // A value refused for a conflict is judged again, since the other one ends by
+        // itself; any other value read again changes nothing. (One refused as too far ahead
+        // stays refused: it should not take effect days later, unnoticed.)
         let again = value == slot.read;
         if again
             && !slot
                 .refused
                 .as_ref()
-                .is_some_and(|r| matches!(r.reason, Refusal::TooFar | Refusal::Conflict))
+                .is_some_and(|r| r.reason == Refusal::Conflict)
         {
             return Vec::new();
         }
@@ -550,7 +551,7 @@ mod tests {
     }
 
     #[test]
-    fn a_time_too_far_ahead_is_taken_once_it_is_within_a_week() {
+    fn a_time_too_far_ahead_stays_refused_until_the_value_changes() {
         let mut o = overrides();
         let week = MAX_AHEAD.as_secs();
         let v = value("primary", week + 10);
@@ -558,11 +559,12 @@ mod tests {
             refusal(&o.read(Kind::Pin, &v, at(0))),
             Some(Refusal::TooFar)
         );
-        assert!(o.read(Kind::Pin, &v, at(5)).is_empty());
-        assert!(matches!(
-            &o.read(Kind::Pin, &v, at(10))[..],
-            [Change::Began(_)]
-        ));
+        assert!(o.read(Kind::Pin, &v, at(20)).is_empty());
+        assert_eq!(
+            o.refused(Kind::Pin).map(|r| r.reason),
+            Some(Refusal::TooFar)
+        );
+        assert!(o.in_effect(Kind::Pin).is_none());
     }
 
     #[test]

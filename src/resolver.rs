@@ -151,8 +151,9 @@ pub enum Hold {
     },
     /// Its own hub refuses our credential (rule 6).
     Unauthenticated(ErrorReason),
-    /// The pinned hub did not answer this round (rule 9).
-    PinnedHubUnreachable(ErrorReason),
+    /// The pinned hub did not answer this round (rule 9): the move to it waits, or, when the
+    /// worker is on it, the claims' winner (the candidate) does not move it off.
+    PinnedHubUnreachable { pinned: HubId, reason: ErrorReason },
     /// The worker is on a drained hub and no other hub answered this round (rule 9).
     DrainNoAlternative { drained: HubId },
 }
@@ -296,7 +297,9 @@ impl Resolver {
     ) -> Step {
         let configured = |h: &HubId| self.position(*h) != usize::MAX;
         let pin = steer.pin.filter(configured);
-        let drain = steer.drain.filter(configured).filter(|_| pin.is_none());
+        // A drain's claims have no say even beside a pin: at startup with the pinned hub
+        // silent, the claims that decide are the others.
+        let drain = steer.drain.filter(configured).filter(|d| Some(*d) != pin);
         let (mut claims, rejected, ahead) = self.usable_claims(now, verdicts);
         self.advance_basis(&claims);
         if let Some(d) = drain {
@@ -310,6 +313,7 @@ impl Resolver {
         };
         let aim = match (pin, drain) {
             (Some(h), _) => self.aim_pinned(h, &claims, verdicts),
+            // A drain beside a pin only sets claims aside: the pin decides.
             (None, Some(d)) if self.established.is_none_or(|e| e == d) => {
                 self.aim_drained(d, &claims, verdicts)
             }
@@ -384,17 +388,29 @@ impl Resolver {
         claims: &[Usable<'v>],
         verdicts: &[(HubId, &Verdict)],
     ) -> Option<Aim<'v>> {
+        let silent = silence(h, verdicts);
         if self.established == Some(h) {
-            return Some(Aim::Stay);
+            // On the pinned hub: no failover while it is pinned. Its silence, against claims
+            // that would move the worker, is said, so that it does not go unnoticed.
+            let held = silent
+                .zip(self.winner(claims))
+                .filter(|(_, (w, _))| w.hub != h);
+            return Some(match held {
+                Some((reason, (w, _))) => Aim::Hold(Held {
+                    candidate: w,
+                    why: Hold::PinnedHubUnreachable { pinned: h, reason },
+                }),
+                None => Aim::Stay,
+            });
         }
-        if let Some(silent) = silence(h, verdicts) {
+        if let Some(reason) = silent {
             return self.established.map(|_| {
                 Aim::Hold(Held {
                     candidate: Candidate {
                         hub: h,
                         identity: None,
                     },
-                    why: Hold::PinnedHubUnreachable(silent),
+                    why: Hold::PinnedHubUnreachable { pinned: h, reason },
                 })
             });
         }
@@ -1476,7 +1492,13 @@ mod tests {
             assert_eq!(step.decision, None);
             assert_eq!(
                 step.held.map(|h| (h.candidate.hub, h.why)),
-                Some((S, Hold::PinnedHubUnreachable(ErrorReason::Timeout)))
+                Some((
+                    S,
+                    Hold::PinnedHubUnreachable {
+                        pinned: S,
+                        reason: ErrorReason::Timeout
+                    }
+                ))
             );
         }
         // A silent round in between restarts the count.
@@ -1491,11 +1513,40 @@ mod tests {
         );
         let d = steered(&mut r, &a, &Verdict::NoClaim, pin(S)).decision;
         assert_eq!(d.map(|d| d.hub), Some(S));
-        // On the pinned hub, its silence and the other hub's claims move nothing.
+        // On the pinned hub, its silence and the other hub's claims move nothing, and the
+        // round says so: the claims' winner is held.
         for _ in 0..5 {
             let step = steered(&mut r, &claim(A, "a", at(50)), &down(), pin(S));
-            assert_eq!((step.decision, step.held), (None, None));
+            assert_eq!(step.decision, None);
+            assert_eq!(
+                step.held.map(|h| (h.candidate.hub, h.why)),
+                Some((
+                    P,
+                    Hold::PinnedHubUnreachable {
+                        pinned: S,
+                        reason: ErrorReason::Timeout
+                    }
+                ))
+            );
         }
+        // Silent, with no claim against it: nothing to hold.
+        let step = steered(&mut r, &Verdict::NoClaim, &down(), pin(S));
+        assert_eq!((step.decision, step.held), (None, None));
+    }
+
+    #[test]
+    fn a_drain_beside_a_pin_still_sets_its_claims_aside() {
+        // A new sidecar, the pinned hub silent: the first decision is the claims', without
+        // the drained hub's.
+        let mut r = resolver(1);
+        let steer = Steer {
+            pin: Some(S),
+            drain: Some(P),
+        };
+        let a = claim(A, "a", at(50));
+        let step = steered(&mut r, &a, &down(), steer);
+        assert_eq!(hub_of(&step), Some((P, Reason::Default)));
+        assert_eq!(step.decision.unwrap().basis, None);
     }
 
     #[test]

@@ -200,3 +200,31 @@ async fn a_drain_with_only_the_drained_hub_answering_keeps_the_worker_and_says_w
     assert_eq!(published_hub(&s), "primary");
     assert_eq!(s.handoff().unwrap()["generation"].as_u64(), Some(1));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_pinned_hub_that_goes_silent_under_the_worker_is_said() {
+    let (mut hubs, s, dir) = on_the_primary().await;
+    set(&dir, "pin", &until("primary", 600));
+    s.wait_until("the pin is in effect", WAIT, |s| {
+        s.status()["overrides"]["pin"]["hub"] == "primary"
+    });
+    // The primary fails and the controller fails over: no failover while pinned, and the
+    // hold says why.
+    hubs.primary.stop();
+    hubs.secondary.claim(&hubs.secondary.endpoint(), "ctrl-b");
+    s.wait_until("the hold shows", WAIT, |s| {
+        s.status()["held"]["reason"] == "pinned_hub_unreachable"
+    });
+    let held = s.status()["held"].clone();
+    assert_eq!(held["candidate"], "secondary", "{held}");
+    assert!(
+        held["why"]
+            .as_str()
+            .unwrap()
+            .contains("no failover while it is pinned"),
+        "{held}"
+    );
+    s.wait_rounds(4);
+    assert_eq!(published_hub(&s), "primary");
+    assert!(s.logs().contains("not moving the worker"), "{}", s.logs());
+}

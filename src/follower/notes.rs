@@ -172,12 +172,17 @@ impl Follower {
                     "that hub refuses our credential ({e}), so the worker would be refused there too; check its token and CA with `hub-follower check`"
                 ),
             ),
-            Hold::PinnedHubUnreachable(e) => (
+            Hold::PinnedHubUnreachable { pinned, reason: e } if *pinned == held.candidate.hub => (
                 "pinned_hub_unreachable",
                 format!(
-                    "it is pinned, but its reads fail ({e}); the worker stays where it is and moves once the {} hub has answered {} reads in a row, or follows the claims again once the pin is removed",
-                    held.candidate.hub,
+                    "it is pinned, but its reads fail ({e}); the worker stays where it is and moves once the {pinned} hub has answered {} reads in a row, or follows the claims again once the pin is removed",
                     self.resolver.confirmations()
+                ),
+            ),
+            Hold::PinnedHubUnreachable { pinned, reason: e } => (
+                "pinned_hub_unreachable",
+                format!(
+                    "the worker is pinned to the {pinned} hub, whose reads fail ({e}); there is no failover while it is pinned: remove the pin (kubectl annotate pod … hub-follower.kubeslice.io/pin-) to follow the claims"
                 ),
             ),
             Hold::DrainNoAlternative { drained } => (

@@ -104,7 +104,8 @@ impl QuickRetry {
 /// waits on time and no switch is pending. A round that starts a pending switch does not: a
 /// hub that fails every other read would otherwise get a quick round after each failure,
 /// and be read at `--confirm-interval` for as long as it fails.
-/// `settled` is [`settled`] of the round.
+/// `settled` is [`settled`] of the round's answers as the rule took them: a claim dated too
+/// far ahead counts as no answer there too, so such a hub does not give the retries back.
 pub(super) fn gives_retries_back(settled: bool, step: &Step, pending: bool) -> bool {
     step.decision.is_some() || (settled && !pending)
 }

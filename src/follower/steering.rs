@@ -44,15 +44,15 @@ impl Follower {
         let Some(dir) = self.config.override_dir.clone() else {
             return false;
         };
+        let mut changes = self.overrides.expire(Timestamp::now());
         let files = match tokio::task::spawn_blocking(move || read_files(&dir)).await {
             Ok(files) => files,
             Err(e) => {
                 tracing::warn!(error = %e, "could not read the pin and drain files");
-                return false;
+                Vec::new()
             }
         };
         let now = Timestamp::now();
-        let mut changes = self.overrides.expire(now);
         for (kind, text) in files {
             match text {
                 Ok(text) => {
@@ -68,6 +68,18 @@ impl Follower {
                 }
             }
         }
+        self.note_overrides(changes)
+    }
+
+    /// Ends what is due at `now`, at the start of a round: a round that read the hubs past a
+    /// pin's or drain's time never decides by it.
+    pub(super) fn expire_overrides(&mut self, now: Timestamp) {
+        let changes = self.overrides.expire(now);
+        self.note_overrides(changes);
+    }
+
+    /// `true` when a pin or drain began or ended.
+    fn note_overrides(&mut self, changes: Vec<Change>) -> bool {
         if changes.is_empty() {
             return false;
         }
@@ -119,7 +131,7 @@ impl Follower {
                 });
             }
             Change::Ended(e) => {
-                tracing::info!(kind = %e.was.kind, hub = %e.was.hub, how = e.how.as_str(), "{} ended; the claims decide again", e.was.kind);
+                tracing::info!(kind = %e.was.kind, hub = %e.was.hub, how = e.how.as_str(), "{} ended", e.was.kind);
                 self.events.send(Fact::SteeringEnded {
                     kind: e.was.kind,
                     hub: e.was.hub,
@@ -129,10 +141,10 @@ impl Follower {
             Change::Refused { refused, kept } => {
                 tracing::warn!(
                     kind = %refused.kind,
-                    value = %refused.value,
+                    value = ?refused.value,
                     reason = refused.reason.as_str(),
                     why = %refused.why,
-                    kept = kept.as_ref().map_or("", |k| k.value.as_str()),
+                    kept = ?kept.as_ref().map(|k| k.value.as_str()),
                     "refused the {} value", refused.kind
                 );
                 self.events.send(Fact::SteeringRefused {
@@ -144,7 +156,7 @@ impl Follower {
                 });
             }
             Change::Past { kind, value } => {
-                tracing::info!(kind = %kind, value = %value, "the {kind} value's time has passed; it has no effect");
+                tracing::info!(kind = %kind, value = ?value, "the {kind} value's time has passed; it has no effect");
             }
         }
     }

@@ -596,9 +596,11 @@ def test_a_pin_waits_for_its_hub_refuses_a_bad_value_and_ends_by_itself_on_the_r
     assert s["overrides"]["pin"]["hub"] == "secondary" and s["overrides"]["refused"]["pin"]["reason"] == "malformed", s
 
     # A short pin replaces it and ends by itself; the claims, which name A, take the worker back.
-    annotate(pod, "pin", f"secondary until {in_seconds(30)}")
+    short = f"secondary until {in_seconds(60)}"
+    annotate(pod, "pin", short)
+    wait_for("the short pin in effect", lambda: status()["overrides"]["pin"] and status()["overrides"]["pin"]["value"] == short, 90)
+    wait_for("HubPinEnded (replaced)", lambda: any("(replaced)" in e["note"] for e in notes(pod, "HubPinEnded")), 30)
     wait_for("the pin expired", lambda: any("(expired)" in e["note"] for e in notes(pod, "HubPinEnded")), 120)
-    assert any("(replaced)" in e["note"] for e in notes(pod, "HubPinEnded"))
     wait_for("the worker restarted on A", lambda: pod.restarts("manager") == 2 and pod.worker_hub() == a.cp.endpoint, 120, every=0.5)
     assert metric("kubeslice_worker_hub_override_until_timestamp_seconds", hub="secondary", kind="pin") == 0
     assert metric("kubeslice_worker_hub_override_refused", kind="pin") == 0
