@@ -565,7 +565,7 @@ def in_seconds(secs: int) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + secs))
 
 
-def test_a_pin_waits_for_its_hub_refuses_a_bad_value_and_ends_by_itself_on_the_real_node(deploy, hubs):
+def test_a_pin_waits_for_its_hub_survives_a_sidecar_restart_refuses_a_bad_value_and_ends_by_itself_on_the_real_node(deploy, hubs):
     a, b = hubs
     pod = deploy("signal", True, extra=STEERING)
     assert pod.worker_hub() == a.cp.endpoint
@@ -586,6 +586,15 @@ def test_a_pin_waits_for_its_hub_refuses_a_bad_value_and_ends_by_itself_on_the_r
     assert len(switched) == 1 and "(pin of secondary until" in switched[0], switched
     assert metric("kubeslice_worker_hub_override_until_timestamp_seconds", hub="secondary", kind="pin") > time.time()
 
+    # The sidecar dies mid-pin: kubelet starts it again, it reads the annotation again and
+    # resumes its decision. The worker is not restarted.
+    subprocess.run(["kill", "-9", str(pod.sidecar_pid())], check=True)
+    wait_for("the sidecar restarted by kubelet", lambda: pod.restarts("hub-follower") == 1 and pod.ready(), 90, every=0.5)
+    wait_for("the pin in effect again", lambda: (status()["overrides"]["pin"] or {}).get("hub") == "secondary", 60)
+    assert status()["published"]["reason"] == "resumed" and status()["published"]["hub"] == "secondary"
+    time.sleep(10)  # five reads: long enough for a wrong move to start
+    assert pod.restarts("manager") == 1 and status()["published"]["reason"] == "resumed"
+
     # A typo while editing: refused on the pod, the pin in effect stays, nothing moves.
     annotate(pod, "pin", "secondary until tomorrow")
     wait_for("HubOverrideRefused on the pod", lambda: notes(pod, "HubOverrideRefused"), 90)
@@ -604,7 +613,7 @@ def test_a_pin_waits_for_its_hub_refuses_a_bad_value_and_ends_by_itself_on_the_r
     wait_for("the worker restarted on A", lambda: pod.restarts("manager") == 2 and pod.worker_hub() == a.cp.endpoint, 120, every=0.5)
     assert metric("kubeslice_worker_hub_override_until_timestamp_seconds", hub="secondary", kind="pin") == 0
     assert metric("kubeslice_worker_hub_override_refused", kind="pin") == 0
-    assert pod.restarts("hub-follower") == 0
+    assert pod.restarts("hub-follower") == 1
 
 
 def runbook_blocks() -> list[str]:
