@@ -27,13 +27,26 @@ pub enum EndpointError {
     BadHost(String),
     #[error("must not carry user info, a query or a fragment")]
     Extra,
+    #[error("is {0} bytes long; at most {MAX_ENDPOINT_LEN} are taken")]
+    TooLong(usize),
 }
+
+/// The longest endpoint taken from anywhere. A claim is what a writer of one hub's Cluster
+/// status says, and everything the sidecar keeps of it (`/status`, logs, Events) is bounded.
+pub const MAX_ENDPOINT_LEN: usize = 2048;
+
+/// The longest identity a claim may carry; the identity goes into the handoff files, the logs
+/// and Events, so it is held to a DNS-name-like length and a charset that needs no quoting.
+pub const MAX_IDENTITY_LEN: usize = 253;
 
 impl Endpoint {
     pub fn parse(raw: &str) -> Result<Self, EndpointError> {
         let raw = raw.trim();
         if raw.is_empty() {
             return Err(EndpointError::Empty);
+        }
+        if raw.len() > MAX_ENDPOINT_LEN {
+            return Err(EndpointError::TooLong(raw.len()));
         }
         if raw.contains('#') || raw.contains('?') || raw.contains(char::is_whitespace) {
             return Err(EndpointError::Extra);
@@ -111,6 +124,23 @@ pub enum ClaimError {
     Timestamp(String),
     #[error("status.activeController.epoch must be a non-negative integer (got {0})")]
     Epoch(String),
+    #[error("status.activeController.identity must be at most {MAX_IDENTITY_LEN} characters of A-Z a-z 0-9 and . _ : / @ + = - (got {0})")]
+    Identity(String),
+}
+
+/// Checks an identity against [`MAX_IDENTITY_LEN`] and its charset; the error shows at most
+/// its first 32 characters, escaped.
+fn check_identity(raw: &str) -> Result<(), ClaimError> {
+    let allowed = |c: char| c.is_ascii_alphanumeric() || "._:/@+=-".contains(c);
+    if raw.len() <= MAX_IDENTITY_LEN && raw.chars().all(allowed) {
+        return Ok(());
+    }
+    let head: String = raw.chars().take(32).collect();
+    let more = if head.len() < raw.len() { "…" } else { "" };
+    Err(ClaimError::Identity(format!(
+        "{} bytes: {head:?}{more}",
+        raw.len()
+    )))
 }
 
 #[derive(Deserialize)]
@@ -164,6 +194,9 @@ pub fn parse_cluster(body: &[u8]) -> Result<Option<Claim>, ClaimError> {
         Some(v) => Some(v.as_u64().ok_or_else(|| ClaimError::Epoch(v.to_string()))?),
     };
     let identity = ac.identity.filter(|i| !i.is_empty());
+    if let Some(i) = &identity {
+        check_identity(i)?;
+    }
     Ok(Some(Claim {
         endpoint,
         identity,
@@ -249,6 +282,44 @@ mod tests {
         assert_eq!(
             Endpoint::parse("https://hub:6443/?x=1"),
             Err(EndpointError::Extra)
+        );
+    }
+
+    #[test]
+    fn an_identity_too_long_or_with_other_characters_is_refused_and_not_echoed_whole() {
+        let long = "x".repeat(MAX_IDENTITY_LEN + 1);
+        for (identity, shown) in [
+            (
+                long.as_str(),
+                "254 bytes: \"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\"…",
+            ),
+            ("ctrl a", "6 bytes: \"ctrl a\""),
+            ("ctrl'$(x)", "9 bytes: \"ctrl'$(x)\""),
+        ] {
+            let body = serde_json::json!({"status": {"activeController": {
+                "endpoint": "https://10.0.0.1:6443", "identity": identity}}});
+            let err = parse_cluster(body.to_string().as_bytes()).unwrap_err();
+            assert_eq!(err, ClaimError::Identity(shown.into()), "{identity:?}");
+        }
+        let fits = "a".repeat(MAX_IDENTITY_LEN);
+        for identity in [
+            fits.as_str(),
+            "ctrl-b",
+            "kubeslice-controller@hub-b.example:1/2+=_",
+        ] {
+            let body = serde_json::json!({"status": {"activeController": {
+                "endpoint": "https://10.0.0.1:6443", "identity": identity}}});
+            let claim = parse_cluster(body.to_string().as_bytes()).unwrap().unwrap();
+            assert_eq!(claim.identity.as_deref(), Some(identity));
+        }
+    }
+
+    #[test]
+    fn an_endpoint_longer_than_the_bound_is_refused() {
+        let raw = format!("https://{}.example", "a".repeat(MAX_ENDPOINT_LEN));
+        assert_eq!(
+            Endpoint::parse(&raw),
+            Err(EndpointError::TooLong(raw.len()))
         );
     }
 

@@ -19,7 +19,7 @@ use serde::Serialize;
 use tokio::sync::{watch, Notify};
 use tokio::time::Instant;
 
-use crate::claim::{parse_cluster, Endpoint};
+use crate::claim::{parse_cluster, Claim, Endpoint};
 use crate::metrics::Metrics;
 use crate::resolver::Candidate;
 use crate::verdict::HubId;
@@ -51,6 +51,11 @@ pub struct WatchView {
     /// a (re)connection.
     #[serde(skip)]
     pub vouches_until: Option<Instant>,
+    /// The last claim an event or a list showed, numbered: what the worker-operator erases
+    /// within milliseconds is seen here, and the resolver remembers it for the hub the worker
+    /// is on (rule 11).
+    #[serde(skip)]
+    pub shown: Option<(u64, Claim)>,
 }
 
 impl WatchView {
@@ -62,6 +67,7 @@ impl WatchView {
             last_heartbeat_at: None,
             last_error: None,
             vouches_until: None,
+            shown: None,
         }
     }
 
@@ -310,7 +316,7 @@ impl HubWatch {
                 "the list carried no resourceVersion".into(),
             ));
         };
-        let seen = list.items.first().and_then(|o| claim_of(o, &self.hubs));
+        let seen = list.items.first().and_then(|o| self.show(o));
         Ok((seen, rv))
     }
 
@@ -337,7 +343,18 @@ impl HubWatch {
         if let Some(v) = &object.metadata.resource_version {
             rv.clone_from(v);
         }
-        claim_of(object, &self.hubs)
+        self.show(object)
+    }
+
+    /// The object's candidate; a claim it carries is kept in the view as the last one shown.
+    fn show(&self, object: &DynamicObject) -> Seen {
+        let claim = claim_in(object)?;
+        let seen = Candidate::of(&claim, &self.hubs);
+        self.view.send_modify(|view| {
+            let n = view.shown.as_ref().map_or(0, |(n, _)| *n) + 1;
+            view.shown = Some((n, claim));
+        });
+        seen
     }
 
     fn beat(&self, beat: &mut Option<Instant>) {
@@ -409,9 +426,9 @@ impl Backoff {
     }
 }
 
-/// The candidate a watched object names; an object that can't be read names none (the round
+/// The claim a watched object carries; an object that can't be read carries none (the round
 /// that follows will say why).
-fn claim_of(obj: &DynamicObject, hubs: &[(HubId, Endpoint)]) -> Seen {
+fn claim_in(obj: &DynamicObject) -> Option<Claim> {
     let bytes = serde_json::to_vec(obj).ok()?;
-    Candidate::of(&parse_cluster(&bytes).ok()??, hubs)
+    parse_cluster(&bytes).ok()?
 }

@@ -87,6 +87,20 @@ pub enum Fact {
         candidate: HubId,
         why: String,
     },
+    /// Two hubs each claim themselves at the same epoch, and a switch between them is held
+    /// until `until` (RFC 3339): at most one move per `--split-brain-window`.
+    SplitBrain {
+        established: HubId,
+        other: HubId,
+        until: String,
+    },
+    /// The worker's hub has not answered for `silent_for`, so a claim another hub makes for
+    /// itself moves the worker although it is not fresher than the basis.
+    LeavingSilentHub {
+        hub: HubId,
+        to: HubId,
+        silent_for: String,
+    },
     /// An operator's pin or drain took effect; `until` is RFC 3339.
     Steered {
         kind: SteerKind,
@@ -136,6 +150,8 @@ impl Fact {
             | Fact::Recovered { hub, .. }
             | Fact::ClaimRejected { hub, .. } => Some(*hub),
             Fact::SwitchHeld { candidate, .. } => Some(*candidate),
+            Fact::SplitBrain { other, .. } => Some(*other),
+            Fact::LeavingSilentHub { hub, .. } => Some(*hub),
             Fact::Steered { hub, .. } | Fact::SteeringEnded { hub, .. } => Some(*hub),
             Fact::Restart { .. } | Fact::AllRestarted { .. } | Fact::SteeringRefused { .. } => None,
         };
@@ -195,6 +211,14 @@ impl Fact {
             Fact::SwitchHeld { candidate, why } => (
                 Warning, "HubSwitchHeld", "Confirm",
                 format!("not moving the worker to the {candidate} hub: {why}"),
+            ),
+            Fact::SplitBrain { established, other, until } => (
+                Warning, "HubSplitBrain", "Confirm",
+                format!("split brain: the {established} hub and the {other} hub each claim to be Active at the same epoch; the worker moves at most once per --split-brain-window, next at {until} at the earliest; pin the right hub (hub-follower.kubeslice.io/pin) until the controllers agree"),
+            ),
+            Fact::LeavingSilentHub { hub, to, silent_for } => (
+                Warning, "HubLeavingSilent", "Confirm",
+                format!("the {hub} hub, which the worker is on, has not answered for {silent_for}: the {to} hub's claim for itself moves the worker, once confirmed, although it is not fresher than the claim the decision rests on (a controller whose epoch restarted)"),
             ),
             Fact::Steered { kind: SteerKind::Pin, hub, until } => (
                 Normal, "HubPinned", "Steer",

@@ -51,7 +51,9 @@ pub struct Follower {
     trigger: Arc<Notify>,
     /// Each hub's watch, when watching: while all of them vouch for their hubs and the last
     /// round was settled, reads come at `--watched-poll-interval`.
-    watches: Vec<watch::Receiver<WatchView>>,
+    watches: Vec<(HubId, watch::Receiver<WatchView>)>,
+    /// Per hub, the number of the last claim its watch showed that the resolver was told of.
+    witnessed: HashMap<HubId, u64>,
     /// The last round left nothing that time alone could change: every hub answered, nothing
     /// pending, held, stale, rejected or unpublished.
     settled: bool,
@@ -65,6 +67,12 @@ pub struct Follower {
     unpublished_by: Option<crate::handoff::SteeredBy>,
     /// Per kind, why its file cannot be read, logged once per change.
     override_unreadable: HashMap<Kind, String>,
+    /// The silent hub whose basis no longer holds the worker (rule 10), once said.
+    leaving_silent: Option<HubId>,
+    /// Whether a split brain is being said (rule 11).
+    split_brain: bool,
+    /// The startup default's time, once said (rule 12).
+    undecided_until: Option<Timestamp>,
 }
 
 /// Follows the client a hub is read with (a rotated CA file builds a new one).
@@ -77,7 +85,8 @@ const MIN_WATCH_SPACING: std::time::Duration = std::time::Duration::from_millis(
 impl Follower {
     pub fn new(config: Arc<Config>, metrics: Metrics, view: FollowerView) -> Self {
         let hubs = HubClient::for_config(&config);
-        let resolver = Resolver::new(config.endpoints(), config.confirmations);
+        let resolver = Resolver::new(config.endpoints(), config.confirmations)
+            .with_liveness(config.liveness());
         let overrides = Overrides::new(config.hubs.iter().map(|h| h.id).collect());
         if !config.single_hub() {
             metrics
@@ -101,17 +110,21 @@ impl Follower {
             events: Sink::default(),
             trigger: Arc::new(Notify::new()),
             watches: Vec::new(),
+            witnessed: HashMap::new(),
             settled: false,
             quick_retry: pace::QuickRetry::default(),
             retry_soon: false,
             overrides,
             unpublished_by: None,
             override_unreadable: HashMap::new(),
+            leaving_silent: None,
+            split_brain: false,
+            undecided_until: None,
         }
     }
 
     /// Reads less often while these watches vouch for their hubs.
-    pub fn with_watches(mut self, watches: Vec<watch::Receiver<WatchView>>) -> Self {
+    pub fn with_watches(mut self, watches: Vec<(HubId, watch::Receiver<WatchView>)>) -> Self {
         self.watches = watches;
         self
     }
@@ -253,7 +266,7 @@ impl Follower {
         self.settled
             && self.resolver.pending().is_none()
             && !self.watches.is_empty()
-            && self.watches.iter().all(|w| w.borrow().vouches(now))
+            && self.watches.iter().all(|(_, w)| w.borrow().vouches(now))
     }
 
     /// Shows whether reads are relaxed to `--watched-poll-interval`, on change.
@@ -339,6 +352,9 @@ impl Follower {
                 })
                 .ok()
         });
+        let switched_at = (previous.reason == Reason::Switch)
+            .then(|| previous.decided_at.parse::<Timestamp>().ok())
+            .flatten();
         let Some(decision) =
             self.resolver
                 .resume(previous.hub, &previous.endpoint, identity, basis)
@@ -350,6 +366,10 @@ impl Follower {
             );
             return;
         };
+        if let Some(at) = switched_at {
+            // A restarted sidecar in a split brain does not get a move of its own.
+            self.resolver.moved_at(at);
+        }
         if self.config.single_hub() {
             // Nothing to decide with one hub: the earlier decision stands as it was written.
             self.set_published(previous);
@@ -367,6 +387,15 @@ impl Follower {
         let verdicts: Vec<(HubId, &Verdict)> = probes.iter().map(|p| (p.hub, &p.verdict)).collect();
         let pending_before = self.resolver.pending().cloned();
         self.expire_overrides(now);
+        // What the watches saw since the last round, erased or not: the claim the worker's
+        // own hub showed last is what a split brain is told by (rule 11).
+        for (hub, view) in &self.watches {
+            if let Some((n, claim)) = view.borrow().shown.as_ref() {
+                if self.witnessed.insert(*hub, *n) != Some(*n) {
+                    self.resolver.witness(*hub, claim);
+                }
+            }
+        }
         let step = self.resolver.observe_steered(now, &verdicts, self.steer());
         // A claim the rule refused for its date is reported as the bad response it is.
         let answers: Vec<Probe> = probes
@@ -420,6 +449,7 @@ impl Follower {
         self.settled = settled;
         self.note_rejections(&step.rejected, &probes);
         self.note_stale(&step.stale);
+        let step_hub = step.decision.as_ref().map(|d| d.hub);
         if let Some(decision) = step.decision {
             // What made it, as it stood this round: it may end before the write succeeds.
             self.unpublished_by = decision.steered.and_then(|k| self.steered_by(k));
@@ -428,6 +458,15 @@ impl Follower {
         self.publish_pending().await;
         self.settled &= self.unpublished.is_none();
         self.refresh_basis().await;
+        self.note_split_brain(step.split_brain, step.held.as_ref());
+        self.note_dead_hub(
+            step.dead_hub,
+            self.resolver
+                .pending()
+                .map(|p| p.candidate.hub)
+                .or(step_hub),
+        );
+        self.note_undecided(step.undecided_until);
         self.note_held(step.held, now);
 
         let pending = self.resolver.pending().cloned();

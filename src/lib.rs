@@ -93,7 +93,12 @@ pub async fn run(config: Config, shutdown: watch::Receiver<bool>) -> Result<Stop
         .collect();
     let follower = follower::Follower::new(config.clone(), metrics.clone(), view)
         .with_events(events.clone())
-        .with_watches(watch_views.iter().map(|(_, v)| v.subscribe()).collect());
+        .with_watches(
+            watch_views
+                .iter()
+                .map(|(hub, v)| (*hub, v.subscribe()))
+                .collect(),
+        );
     let restarter = restart::Restarter::new(
         config.restart.clone(),
         config.handoff_dir.clone(),

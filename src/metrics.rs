@@ -58,11 +58,12 @@ impl Outcome {
 }
 
 /// The `why` label of `kubeslice_worker_hub_switches_held_total`.
-pub const HOLD_REASONS: [&str; 4] = [
+pub const HOLD_REASONS: [&str; 5] = [
     "older_than_basis",
     "unauthenticated",
     "pinned_hub_unreachable",
     "drain_no_alternative",
+    "split_brain",
 ];
 
 /// The `reason` label of `kubeslice_worker_hub_events_failed_total`.
@@ -103,6 +104,9 @@ pub struct Metrics {
     pub claims_vanished: IntCounterVec,
     pub claims_older_than_basis: IntCounterVec,
     pub switches_held: IntCounterVec,
+    /// 1 for the reason the latest round held a switch back, 0 for every other.
+    pub switch_held: IntGaugeVec,
+    pub split_brain: IntGauge,
     pub pending_confirmations: IntGauge,
     pub poll_interval: Gauge,
     pub last_success: GaugeVec,
@@ -173,9 +177,20 @@ impl Metrics {
         let switches_held = IntCounterVec::new(
             Opts::new(
                 "kubeslice_worker_hub_switches_held_total",
-                "Rounds in which a winning claim for another hub did not move the worker, by why: older_than_basis or unauthenticated.",
+                "Rounds in which a winning claim for another hub did not move the worker, by why: older_than_basis, unauthenticated, pinned_hub_unreachable, drain_no_alternative or split_brain.",
             ),
             &["why"],
+        )?;
+        let switch_held = IntGaugeVec::new(
+            Opts::new(
+                "kubeslice_worker_hub_switch_held",
+                "1 while the latest round held a switch back for this reason, else 0.",
+            ),
+            &["why"],
+        )?;
+        let split_brain = IntGauge::new(
+            "kubeslice_worker_hub_split_brain",
+            "1 while two hubs each claim themselves at the same epoch and a switch was held for it within the last --split-brain-window, else 0.",
         )?;
         let pending_confirmations = IntGauge::new(
             "kubeslice_worker_hub_switch_pending_confirmations",
@@ -279,6 +294,8 @@ impl Metrics {
         registry.register(Box::new(claims_vanished.clone()))?;
         registry.register(Box::new(claims_older_than_basis.clone()))?;
         registry.register(Box::new(switches_held.clone()))?;
+        registry.register(Box::new(switch_held.clone()))?;
+        registry.register(Box::new(split_brain.clone()))?;
         registry.register(Box::new(pending_confirmations.clone()))?;
         registry.register(Box::new(poll_interval.clone()))?;
         registry.register(Box::new(last_success.clone()))?;
@@ -298,6 +315,7 @@ impl Metrics {
         }
         for why in HOLD_REASONS {
             switches_held.with_label_values(&[why]);
+            switch_held.with_label_values(&[why]).set(0);
         }
         for outcome in Outcome::ALL {
             worker_restarts.with_label_values(&[restart_mode, outcome.as_str()]);
@@ -333,6 +351,8 @@ impl Metrics {
             claims_vanished,
             claims_older_than_basis,
             switches_held,
+            switch_held,
+            split_brain,
             pending_confirmations,
             poll_interval,
             last_success,
@@ -354,6 +374,15 @@ impl Metrics {
             self.active
                 .with_label_values(&[h.as_str()])
                 .set(i64::from(*h == hub));
+        }
+    }
+
+    /// Shows the reason a switch is held this round, if one is, and only that one.
+    pub fn set_held(&self, why: Option<&str>) {
+        for reason in HOLD_REASONS {
+            self.switch_held
+                .with_label_values(&[reason])
+                .set(i64::from(Some(reason) == why));
         }
     }
 

@@ -37,6 +37,27 @@
 //!    Rule 5 does not hold an operator's move back; rule 6 does. The move's basis is the
 //!    freshest claim naming its hub that round, if any, so that once the pin or drain ends a
 //!    fresher claim for another hub moves the worker back.
+//!
+//! Liveness: every hold ends. Rules 5 and 7 are safety; these bound them ([`Liveness`]):
+//!
+//! 10. A dead hub strands no one. When the established hub has not answered for
+//!     `dead_hub_after` (counted from this process's first round at the latest), a winner that
+//!     its own hub claims for itself is no longer held by rule 5: a promoted controller whose
+//!     epoch counter restarted, or that publishes no epoch, is followed, confirmed like any
+//!     switch. The basis so left behind stays a floor for claims naming the silent hub, so
+//!     that when it comes back with the same old claim it does not take the worker back; a
+//!     fresher claim from it does.
+//! 11. A split brain moves the worker at most once per `split_brain_window`. A split brain:
+//!     a claim for the winner, and the established hub's claim for itself at the same epoch
+//!     (both without one counts), its claim counted as the last one it showed (to a read or to
+//!     its watch, [`Resolver::witness`]) when the worker has erased it since. A hub that does
+//!     not answer says nothing: moving off it is a failover. A Standby that mirrors the new
+//!     Active's claim says it is no longer Active, so a failback is not taken for a split
+//!     brain once that is seen. A switch within the window of the last one is then held. The first
+//!     move is never held: it cannot be told from a failover. Epochs end the question:
+//!     a promotion that bumps the epoch is never a split brain.
+//! 12. No decision from silence: the first round without a winner decides nothing until
+//!     `default_after` has passed since the first round, and only then takes the primary.
 
 use std::cmp::Ordering;
 
@@ -58,6 +79,27 @@ pub const MAX_FUTURE_SKEW: SignedDuration = SignedDuration::from_mins(5);
 /// publishes epochs wins against one that does not, whatever their clocks say.
 pub fn freshness(a: &Claim, b: &Claim) -> Ordering {
     (a.epoch, a.last_updated).cmp(&(b.epoch, b.last_updated))
+}
+
+/// The bounds of rules 10 to 12. [`Liveness::OFF`] is the plain rule (1 to 9): no bound on
+/// rule 5, no split-brain window, the primary at once by default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Liveness {
+    /// Rule 10: how long the established hub may be silent before a claim its winner makes
+    /// for itself moves the worker whatever the basis; `None`: never.
+    pub dead_hub_after: Option<SignedDuration>,
+    /// Rule 11: in a split brain, at most one switch per this window; zero: no limit.
+    pub split_brain_window: SignedDuration,
+    /// Rule 12: how long the first round without a winner waits before the primary.
+    pub default_after: SignedDuration,
+}
+
+impl Liveness {
+    pub const OFF: Liveness = Liveness {
+        dead_hub_after: None,
+        split_brain_window: SignedDuration::ZERO,
+        default_after: SignedDuration::ZERO,
+    };
 }
 
 /// What the worker should follow, and why it was chosen.
@@ -156,6 +198,27 @@ pub enum Hold {
     PinnedHubUnreachable { pinned: HubId, reason: ErrorReason },
     /// The worker is on a drained hub and no other hub answered this round (rule 9).
     DrainNoAlternative { drained: HubId },
+    /// A split brain: the winner and the established hub each claim themselves at the same
+    /// epoch, and the worker moved at `moved_at`, less than a window ago (rule 11). Held until
+    /// `until`.
+    SplitBrain {
+        established: HubId,
+        moved_at: Timestamp,
+        until: Timestamp,
+    },
+}
+
+impl Hold {
+    /// The `why` label of `kubeslice_worker_hub_switch_held` and `/status` `held.reason`.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Hold::NotFresherThanBasis { .. } | Hold::OlderThanThirdHub { .. } => "older_than_basis",
+            Hold::Unauthenticated(_) => "unauthenticated",
+            Hold::PinnedHubUnreachable { .. } => "pinned_hub_unreachable",
+            Hold::DrainNoAlternative { .. } => "drain_no_alternative",
+            Hold::SplitBrain { .. } => "split_brain",
+        }
+    }
 }
 
 /// A winner held back this round, and why.
@@ -180,6 +243,14 @@ pub struct Step {
     pub stale: Vec<HubId>,
     /// The winner this round held back, if any.
     pub held: Option<Held>,
+    /// A split brain held a switch back within the last `split_brain_window` (rule 11).
+    pub split_brain: bool,
+    /// The silent established hub whose basis no longer holds a self-claimed winner back this
+    /// round (rule 10), if one.
+    pub dead_hub: Option<HubId>,
+    /// No hub named anyone yet at startup: the primary is taken by default at this time
+    /// unless one does first (rule 12).
+    pub undecided_until: Option<Timestamp>,
 }
 
 impl Step {
@@ -210,6 +281,19 @@ pub struct Resolver {
     /// The first decision, while it has not reached the disk: the worker has not started on
     /// anything yet, so what replaces it is not a switch to restart for.
     first_unpublished: Option<Reason>,
+    liveness: Liveness,
+    /// The first round's time: silence is counted from it at the latest (rules 10 and 12).
+    started_at: Option<Timestamp>,
+    /// Per hub, when it last answered (with or without a claim).
+    answered_at: Vec<(HubId, Timestamp)>,
+    /// The established hub's last claim for itself, kept when the worker erases it (rule 11).
+    own_claim: Option<Claim>,
+    /// When the last switch was made (rule 11).
+    moved_at: Option<Timestamp>,
+    /// Per silent hub left by rule 10, the basis it had: a floor for claims naming it.
+    left_behind: Vec<(HubId, Claim)>,
+    /// Until when a split brain is reported (rule 11).
+    split_brain_until: Option<Timestamp>,
 }
 
 impl Resolver {
@@ -223,7 +307,25 @@ impl Resolver {
             pending: None,
             outranked_by: Vec::new(),
             first_unpublished: None,
+            liveness: Liveness::OFF,
+            started_at: None,
+            answered_at: Vec::new(),
+            own_claim: None,
+            moved_at: None,
+            left_behind: Vec::new(),
+            split_brain_until: None,
         }
+    }
+
+    /// Bounds the holds by rules 10 to 12.
+    pub fn with_liveness(mut self, liveness: Liveness) -> Self {
+        self.liveness = liveness;
+        self
+    }
+
+    /// The resumed decision was a switch made at `at`: rule 11 counts its window from then.
+    pub fn moved_at(&mut self, at: Timestamp) {
+        self.moved_at = Some(at);
     }
 
     /// The last decision reached the disk.
@@ -246,6 +348,8 @@ impl Resolver {
         }
         self.first_unpublished = None;
         self.established = Some(hub);
+        // The best knowledge of what the hub said of itself before this process: its basis.
+        self.own_claim = basis.clone();
         self.basis = basis.clone();
         self.pending = None;
         self.outranked_by.clear();
@@ -295,6 +399,15 @@ impl Resolver {
         verdicts: &[(HubId, &Verdict)],
         steer: Steer,
     ) -> Step {
+        let started = *self.started_at.get_or_insert(now);
+        for (hub, verdict) in verdicts {
+            if verdict.answered() && self.position(*hub) != usize::MAX {
+                match self.answered_at.iter_mut().find(|(h, _)| h == hub) {
+                    Some((_, at)) => *at = now,
+                    None => self.answered_at.push((*hub, now)),
+                }
+            }
+        }
         let configured = |h: &HubId| self.position(*h) != usize::MAX;
         let pin = steer.pin.filter(configured);
         // A drain's claims have no say even beside a pin: at startup with the pinned hub
@@ -319,7 +432,38 @@ impl Resolver {
             }
             _ => None,
         };
-        let aim = aim.unwrap_or_else(|| self.aim(&claims, verdicts));
+        let mut dead_hub = None;
+        let aim = aim.unwrap_or_else(|| self.aim(now, &claims, verdicts, &mut dead_hub));
+        let mut undecided_until = None;
+        let aim = match aim {
+            // Rule 12: the default waits for its time; a claim may come first.
+            Aim::Move {
+                claim: None,
+                by: None,
+                ..
+            } if self.established.is_none() => {
+                let until = started
+                    .checked_add(self.liveness.default_after)
+                    .unwrap_or(started);
+                if now < until {
+                    undecided_until = Some(until);
+                    Aim::Stay
+                } else {
+                    aim
+                }
+            }
+            _ => aim,
+        };
+        if let Aim::Hold(Held {
+            why: Hold::SplitBrain { .. },
+            ..
+        }) = &aim
+        {
+            // Said for a window after the last round it held anything back: through the
+            // move that the window allows, and the hold that follows it.
+            let until = now.checked_add(self.liveness.split_brain_window).ok();
+            self.split_brain_until = self.split_brain_until.max(until);
+        }
         let mut held = None;
         let decision = match aim {
             Aim::Stay => {
@@ -337,21 +481,91 @@ impl Resolver {
                 } else {
                     Reason::Default
                 };
-                Some(self.establish(to, claim, reason, by))
+                Some(self.establish(to, claim, reason, by, now, false))
             }
-            Aim::Move { to, claim, by } => self.confirm(to, claim, by),
+            Aim::Move { to, claim, by } => self.confirm(to, claim, by, now, dead_hub.is_some()),
         };
+        self.note_own_claim(verdicts, decision.is_some());
         Step {
             decision,
             rejected,
             ahead,
             stale,
             held,
+            split_brain: self.split_brain_until.is_some_and(|u| now < u),
+            dead_hub,
+            undecided_until,
         }
     }
 
+    /// Rule 11: keeps the established hub's last claim for itself. A claim for another
+    /// configured hub replaces it with none; silence, an erased claim and a claim naming
+    /// nothing configured keep it. A new decision starts from what its hub said this round.
+    fn note_own_claim(&mut self, verdicts: &[(HubId, &Verdict)], decided: bool) {
+        let Some(e) = self.established else {
+            return;
+        };
+        let named = |c: &Claim| Candidate::of(c, &self.hubs).map(|c| c.hub);
+        match verdicts.iter().find(|(h, _)| *h == e).map(|(_, v)| *v) {
+            Some(Verdict::Claim(c)) if decided && named(c) == Some(e) => {
+                self.own_claim = Some(c.clone())
+            }
+            _ if decided => self.own_claim = None,
+            Some(Verdict::Claim(c)) if named(c).is_some() => {
+                self.own_claim = self.last_word(named(c) == Some(e), c)
+            }
+            _ => {}
+        }
+    }
+
+    /// What the established hub has said of itself last, once it says `said` (naming itself or
+    /// not). A claim for another hub counts in the order seen, not by freshness: without
+    /// epochs two controllers' clocks cannot be compared, and a Standby's mirror written by a
+    /// clock behind would never count. Two claims for itself are one controller's word, and
+    /// the fresher stands: an older one read back (a lagging cache) takes nothing back.
+    fn last_word(&self, names_itself: bool, said: &Claim) -> Option<Claim> {
+        if !names_itself {
+            return None;
+        }
+        match &self.own_claim {
+            Some(kept) if freshness(kept, said) == Ordering::Greater => Some(kept.clone()),
+            _ => Some(said.clone()),
+        }
+    }
+
+    /// A claim `hub` showed between rounds (its watch saw it, even if the worker erased it
+    /// since): for the established hub, the last thing it said of itself (rule 11).
+    pub fn witness(&mut self, hub: HubId, claim: &Claim) {
+        let Some(named) = Candidate::of(claim, &self.hubs).map(|c| c.hub) else {
+            return;
+        };
+        if self.established == Some(hub) {
+            self.own_claim = self.last_word(named == hub, claim);
+        }
+    }
+
+    /// Rule 10: the established hub has not answered for `dead_hub_after`.
+    fn established_is_dead(&self, now: Timestamp) -> bool {
+        let (Some(e), Some(bound)) = (self.established, self.liveness.dead_hub_after) else {
+            return false;
+        };
+        let last = self
+            .answered_at
+            .iter()
+            .find(|(h, _)| *h == e)
+            .map(|(_, at)| *at)
+            .or(self.started_at);
+        last.is_some_and(|at| now.duration_since(at) >= bound)
+    }
+
     /// Rules 4 to 8: where the claims point.
-    fn aim<'v>(&self, claims: &[Usable<'v>], verdicts: &[(HubId, &Verdict)]) -> Aim<'v> {
+    fn aim<'v>(
+        &self,
+        now: Timestamp,
+        claims: &[Usable<'v>],
+        verdicts: &[(HubId, &Verdict)],
+        dead_hub: &mut Option<HubId>,
+    ) -> Aim<'v> {
         let winner = self.winner(claims);
         match (self.established, winner) {
             (None, Some((w, claim))) => Aim::Move {
@@ -369,14 +583,16 @@ impl Resolver {
             },
             (Some(_), None) => Aim::Stay,
             (Some(current), Some((w, _))) if w.hub == current => Aim::Stay,
-            (Some(_), Some((w, claim))) => match self.hold(&w, claim, verdicts) {
-                Some(why) => Aim::Hold(Held { candidate: w, why }),
-                None => Aim::Move {
-                    to: w,
-                    claim: Some(claim),
-                    by: None,
-                },
-            },
+            (Some(_), Some((w, claim))) => {
+                match self.hold(now, &w, claim, claims, verdicts, dead_hub) {
+                    Some(why) => Aim::Hold(Held { candidate: w, why }),
+                    None => Aim::Move {
+                        to: w,
+                        claim: Some(claim),
+                        by: None,
+                    },
+                }
+            }
         }
     }
 
@@ -531,7 +747,49 @@ impl Resolver {
 
     /// Rules 5 and 6: why the winner `w`, which is not the established hub, may not move the
     /// worker, if it may not.
-    fn hold(&self, w: &Candidate, claim: &Claim, verdicts: &[(HubId, &Verdict)]) -> Option<Hold> {
+    /// Rules 10 and 11 bound the holds of rule 5 and the moves of a split brain.
+    fn hold(
+        &self,
+        now: Timestamp,
+        w: &Candidate,
+        claim: &Claim,
+        claims: &[Usable<'_>],
+        verdicts: &[(HubId, &Verdict)],
+        dead_hub: &mut Option<HubId>,
+    ) -> Option<Hold> {
+        let self_claimed = claims
+            .iter()
+            .any(|u| u.reporter == w.hub && u.target == w.hub);
+        let basis_hold = self.basis_hold(w, claim);
+        let basis_hold = match basis_hold {
+            Some(_) if self_claimed && self.established_is_dead(now) => {
+                *dead_hub = self.established;
+                None
+            }
+            other => other,
+        };
+        if let Some(h) = basis_hold {
+            return Some(h);
+        }
+        // Rule 10's floor: the claim a silent hub was left with does not take the worker back.
+        if let Some((_, left)) = self
+            .left_behind
+            .iter()
+            .find(|(h, c)| *h == w.hub && freshness(claim, c) != Ordering::Greater)
+        {
+            return Some(Hold::NotFresherThanBasis {
+                claim: claim.clone(),
+                basis: left.clone(),
+            });
+        }
+        if let Some(e) = credential_refused(w.hub, verdicts) {
+            return Some(Hold::Unauthenticated(e));
+        }
+        self.split_brain(now, claim, claims, verdicts)
+    }
+
+    /// Rule 5: why the winner's claim is old news, if it is.
+    fn basis_hold(&self, w: &Candidate, claim: &Claim) -> Option<Hold> {
         if let Some(basis) = self.floor().filter(|_| !self.fresher_than_basis(claim)) {
             return Some(Hold::NotFresherThanBasis {
                 claim: claim.clone(),
@@ -540,18 +798,52 @@ impl Resolver {
         }
         // A claim for a third hub seen since the decision is fresher: the winner is old news.
         // (With two hubs there is no third, and this never holds anything.)
-        if let Some((names, newer)) = self
-            .outranked_by
+        self.outranked_by
             .iter()
             .find(|(h, c)| *h != w.hub && freshness(c, claim) == Ordering::Greater)
-        {
-            return Some(Hold::OlderThanThirdHub {
+            .map(|(names, newer)| Hold::OlderThanThirdHub {
                 claim: claim.clone(),
                 newer: newer.clone(),
                 names: *names,
-            });
+            })
+    }
+
+    /// Rule 11: a winner against the established hub's own claim at the same epoch, within a
+    /// window of the last switch.
+    fn split_brain(
+        &self,
+        now: Timestamp,
+        claim: &Claim,
+        claims: &[Usable<'_>],
+        verdicts: &[(HubId, &Verdict)],
+    ) -> Option<Hold> {
+        let e = self.established?;
+        let moved_at = self.moved_at?;
+        let until = moved_at
+            .checked_add(self.liveness.split_brain_window)
+            .ok()?;
+        if now >= until {
+            return None;
         }
-        credential_refused(w.hub, verdicts).map(Hold::Unauthenticated)
+        // What the established hub says of itself: its claim this round, or, when it shows none
+        // (erased by the worker), the last one it showed. A hub that does not answer says
+        // nothing: moving off it is a failover, not a flap.
+        // A claim with no say (an endpoint not configured, a date too far ahead) says nothing
+        // either way.
+        let own = match verdicts.iter().find(|(h, _)| *h == e).map(|(_, v)| *v) {
+            Some(Verdict::Claim(_) | Verdict::NoClaim) => {
+                match claims.iter().find(|u| u.reporter == e) {
+                    Some(u) => self.last_word(u.target == e, u.claim),
+                    None => self.own_claim.clone(),
+                }
+            }
+            _ => None,
+        }?;
+        (own.epoch == claim.epoch).then_some(Hold::SplitBrain {
+            established: e,
+            moved_at,
+            until,
+        })
     }
 
     fn establish(
@@ -560,7 +852,14 @@ impl Resolver {
         claim: Option<&Claim>,
         reason: Reason,
         steered: Option<Kind>,
+        now: Timestamp,
+        left_silent: bool,
     ) -> Decision {
+        if let (true, Some(from), Some(basis)) = (left_silent, self.established, self.floor()) {
+            let basis = basis.clone();
+            self.left_behind.retain(|(h, _)| *h != from);
+            self.left_behind.push((from, basis));
+        }
         self.established = Some(w.hub);
         self.basis = claim.cloned();
         self.pending = None;
@@ -573,6 +872,10 @@ impl Resolver {
             }
             _ => reason,
         };
+        // An operator's move is theirs to pace: only the claims' switches open a window.
+        if reason == Reason::Switch && steered.is_none() {
+            self.moved_at = Some(now);
+        }
         Decision {
             hub: w.hub,
             identity: w
@@ -589,13 +892,15 @@ impl Resolver {
         w: Candidate,
         claim: Option<&Claim>,
         steered: Option<Kind>,
+        now: Timestamp,
+        left_silent: bool,
     ) -> Option<Decision> {
         let count = match &self.pending {
             Some(p) if p.candidate == w && p.steered == steered => p.count + 1,
             _ => 1,
         };
         if count >= self.confirmations {
-            return Some(self.establish(w, claim, Reason::Switch, steered));
+            return Some(self.establish(w, claim, Reason::Switch, steered, now, left_silent));
         }
         self.pending = Some(Pending {
             candidate: w,
@@ -1680,6 +1985,384 @@ mod tests {
 }
 
 #[cfg(test)]
+mod liveness {
+    //! Rules 10 to 12, round by round on a virtual clock: one round a second.
+    use super::*;
+    use crate::verdict::{ErrorReason, ProbeError};
+
+    const P: HubId = HubId::PRIMARY;
+    const S: HubId = HubId::SECONDARY;
+    const A: &str = "https://10.1.80.11:6443";
+    const B: &str = "https://10.1.80.12:6443";
+
+    const BOUNDS: Liveness = Liveness {
+        dead_hub_after: Some(SignedDuration::from_secs(180)),
+        split_brain_window: SignedDuration::from_secs(300),
+        default_after: SignedDuration::from_secs(30),
+    };
+
+    /// The clock at second `t` of the run.
+    fn t(secs: i64) -> Timestamp {
+        Timestamp::from_second(1_800_000_000 + secs).unwrap()
+    }
+
+    fn resolver(n: u32) -> Resolver {
+        Resolver::new(
+            vec![
+                (P, Endpoint::parse(A).unwrap()),
+                (S, Endpoint::parse(B).unwrap()),
+            ],
+            n,
+        )
+        .with_liveness(BOUNDS)
+    }
+
+    fn claim(endpoint: &str, epoch: Option<u64>, written: i64) -> Verdict {
+        Verdict::Claim(Claim {
+            endpoint: Endpoint::parse(endpoint).unwrap(),
+            identity: Some(format!("ctrl-{}", &endpoint[18..19])),
+            last_updated: Some(t(written)),
+            epoch,
+        })
+    }
+
+    fn down() -> Verdict {
+        Verdict::Error(ProbeError::new(ErrorReason::Timeout, "no answer"))
+    }
+
+    /// One round at second `at`; a decision reaches the disk.
+    fn round(r: &mut Resolver, at: i64, p: &Verdict, s: &Verdict) -> Step {
+        let step = r.observe(t(at), &[(P, p), (S, s)]);
+        if step.decision.is_some() {
+            r.published();
+        }
+        step
+    }
+
+    fn moved(step: &Step) -> Option<(HubId, Reason)> {
+        step.decision.as_ref().map(|d| (d.hub, d.reason))
+    }
+
+    /// On A at second 0, both hubs agreeing at `epoch`.
+    fn on_a(n: u32, epoch: Option<u64>) -> Resolver {
+        let mut r = resolver(n);
+        let a = claim(A, epoch, 0);
+        assert_eq!(moved(&round(&mut r, 0, &a, &a)), Some((P, Reason::Startup)));
+        r
+    }
+
+    // --- Rule 10: a dead hub strands no one ---------------------------------------------
+
+    /// A dies for good at second 1; B is promoted by a controller whose epoch is `b_epoch`,
+    /// lower than A's 8 or none. Returns the second the worker moved to B.
+    fn stranded_until_moved(b_epoch: Option<u64>) -> i64 {
+        let mut r = on_a(3, Some(8));
+        for at in 1..=600 {
+            let b = claim(B, b_epoch, at - at % 5);
+            let step = round(&mut r, at, &down(), &b);
+            if at < 180 {
+                assert_eq!(
+                    step.held.as_ref().map(|h| h.why.reason()),
+                    Some("older_than_basis"),
+                    "second {at}"
+                );
+                assert_eq!(step.dead_hub, None);
+            } else {
+                assert_eq!(step.dead_hub, Some(P), "second {at}");
+            }
+            if let Some((hub, reason)) = moved(&step) {
+                assert_eq!((hub, reason), (S, Reason::Switch));
+                return at;
+            }
+        }
+        panic!("still on the dead hub after 600 s");
+    }
+
+    #[test]
+    fn a_worker_on_a_dead_hub_follows_a_promotion_whose_epoch_restarted_once_the_bound_passes() {
+        // Silent since second 0 (its last answer); the bound is 180 s; 3 confirming rounds.
+        assert_eq!(stranded_until_moved(Some(1)), 182);
+    }
+
+    #[test]
+    fn a_worker_on_a_dead_hub_follows_a_promotion_that_publishes_no_epoch() {
+        assert_eq!(stranded_until_moved(None), 182);
+    }
+
+    #[test]
+    fn a_hub_that_answers_is_not_dead_and_its_basis_still_holds() {
+        // A's API server answers without a claim (the worker erased it); B claims itself with
+        // a lower epoch: that is old news for as long as A answers.
+        let mut r = on_a(1, Some(8));
+        for at in 1..=900 {
+            let step = round(&mut r, at, &Verdict::NoClaim, &claim(B, Some(1), at));
+            assert_eq!(step.decision, None, "second {at}");
+            assert_eq!(step.dead_hub, None);
+        }
+    }
+
+    #[test]
+    fn a_dead_hub_does_not_release_a_claim_that_another_hub_makes_for_it() {
+        // The basis only stops holding a winner its own hub claims for itself: B saying "A's
+        // old controller" names no one new.
+        let mut r = on_a(1, Some(8));
+        for at in 1..=400 {
+            let step = round(&mut r, at, &down(), &Verdict::NoClaim);
+            assert_eq!(step.decision, None);
+        }
+    }
+
+    #[test]
+    fn a_dead_hub_that_comes_back_with_its_old_claim_does_not_take_the_worker_back() {
+        let mut r = on_a(1, Some(8));
+        let mut at = 1;
+        while moved(&round(&mut r, at, &down(), &claim(B, Some(1), at))).is_none() {
+            at += 1;
+        }
+        // A's API server is back, with the claim its dead controller left: held.
+        let old_a = claim(A, Some(8), 0);
+        for at in at + 1..at + 60 {
+            let step = round(&mut r, at, &old_a, &Verdict::NoClaim);
+            assert_eq!(step.decision, None, "second {at}");
+            assert_eq!(step.held.map(|h| h.why.reason()), Some("older_than_basis"));
+        }
+        // A controller alive on A writes a fresher claim: that moves the worker.
+        let step = round(
+            &mut r,
+            at + 61,
+            &claim(A, Some(8), at + 61),
+            &Verdict::NoClaim,
+        );
+        assert_eq!(moved(&step), Some((P, Reason::Switch)));
+    }
+
+    // --- Rule 11: a split brain does not flap -------------------------------------------
+
+    /// Both hubs claim themselves at `epoch`, each republishing every 5 s (A on even
+    /// periods, B on odd ones), and the worker erases the claim on the hub it is on. Returns
+    /// the seconds at which the worker moved, over `secs`.
+    fn split_brain_moves(epoch: Option<u64>, secs: i64) -> Vec<i64> {
+        let mut r = on_a(3, epoch);
+        let mut on = P;
+        let mut moves = Vec::new();
+        for at in 1..=secs {
+            let written = at - at % 5;
+            let own = |hub: HubId, endpoint: &str| {
+                if on == hub {
+                    Verdict::NoClaim
+                } else {
+                    claim(endpoint, epoch, written)
+                }
+            };
+            let (a, b) = (own(P, A), own(S, B));
+            let step = round(&mut r, at, &a, &b);
+            if let Some(d) = step.decision {
+                assert_eq!(d.reason, Reason::Switch);
+                on = d.hub;
+                moves.push(at);
+            }
+        }
+        moves
+    }
+
+    #[test]
+    fn a_split_brain_at_equal_epochs_moves_the_worker_at_most_once_per_window() {
+        let moves = split_brain_moves(Some(8), 1200);
+        assert!(!moves.is_empty());
+        for pair in moves.windows(2) {
+            assert!(pair[1] - pair[0] >= 300, "moves at {moves:?}");
+        }
+        // Never stuck either: one move per window, give or take the confirmations.
+        assert!(moves.len() >= 3, "moves at {moves:?}");
+    }
+
+    #[test]
+    fn a_split_brain_without_epochs_moves_the_worker_at_most_once_per_window() {
+        let moves = split_brain_moves(None, 1200);
+        for pair in moves.windows(2) {
+            assert!(pair[1] - pair[0] >= 300, "moves at {moves:?}");
+        }
+        assert!(moves.len() >= 3, "moves at {moves:?}");
+    }
+
+    #[test]
+    fn without_the_window_the_same_split_brain_flaps() {
+        // The mutant the window is for: the plain rule moves every few seconds.
+        let mut r = on_a(3, Some(8));
+        r.liveness.split_brain_window = SignedDuration::ZERO;
+        let mut on = P;
+        let mut moves = 0;
+        for at in 1..=120 {
+            let written = at - at % 5;
+            let a = if on == P {
+                Verdict::NoClaim
+            } else {
+                claim(A, Some(8), written)
+            };
+            let b = if on == S {
+                Verdict::NoClaim
+            } else {
+                claim(B, Some(8), written)
+            };
+            if let Some(d) = round(&mut r, at, &a, &b).decision {
+                on = d.hub;
+                moves += 1;
+            }
+        }
+        assert!(moves > 10, "{moves} moves");
+    }
+
+    #[test]
+    fn a_split_brain_hold_is_said_and_ends_with_the_window() {
+        let mut r = on_a(1, Some(8));
+        // First move: a promotion cannot be told from a split brain, and is never held.
+        let step = round(&mut r, 1, &Verdict::NoClaim, &claim(B, Some(8), 1));
+        assert_eq!(moved(&step), Some((S, Reason::Switch)));
+        assert!(!step.split_brain);
+        // On B, erased; A claims itself again at the same epoch: held, and said.
+        let step = round(&mut r, 2, &claim(A, Some(8), 2), &Verdict::NoClaim);
+        let held = step.held.expect("held");
+        assert_eq!(
+            (held.candidate.hub, held.why),
+            (
+                P,
+                Hold::SplitBrain {
+                    established: S,
+                    moved_at: t(1),
+                    until: t(301)
+                }
+            )
+        );
+        assert!(step.split_brain);
+        // Until the window ends, then one move.
+        for at in 3..301 {
+            let step = round(&mut r, at, &claim(A, Some(8), at), &Verdict::NoClaim);
+            assert_eq!(step.decision, None, "second {at}");
+        }
+        let step = round(&mut r, 301, &claim(A, Some(8), 301), &Verdict::NoClaim);
+        assert_eq!(moved(&step), Some((P, Reason::Switch)));
+        // Still said through the move; the controllers then agree, and a window after the
+        // last hold (second 300) it is no longer said.
+        assert!(step.split_brain);
+        let agreed = claim(A, Some(9), 302);
+        assert!(round(&mut r, 599, &agreed, &agreed).split_brain);
+        assert!(!round(&mut r, 600, &agreed, &agreed).split_brain);
+    }
+
+    #[test]
+    fn a_promotion_with_a_higher_epoch_is_no_split_brain_and_moves_at_once() {
+        let mut r = on_a(1, Some(8));
+        let step = round(&mut r, 1, &Verdict::NoClaim, &claim(B, Some(9), 1));
+        assert_eq!(moved(&step), Some((S, Reason::Switch)));
+        // A failback a minute later, at epoch 10: not held.
+        let step = round(&mut r, 60, &claim(A, Some(10), 60), &Verdict::NoClaim);
+        assert_eq!(moved(&step), Some((P, Reason::Switch)));
+        assert!(!step.split_brain);
+    }
+
+    #[test]
+    fn hubs_that_agree_are_followed_within_the_window() {
+        let mut r = on_a(1, None);
+        let step = round(&mut r, 1, &Verdict::NoClaim, &claim(B, None, 1));
+        assert_eq!(moved(&step), Some((S, Reason::Switch)));
+        // Both now name A: agreement, not a split brain.
+        let a = claim(A, None, 30);
+        let step = round(&mut r, 30, &a, &a);
+        assert_eq!(moved(&step), Some((P, Reason::Switch)));
+    }
+
+    #[test]
+    fn a_failback_within_the_window_is_no_split_brain_once_the_old_hub_is_seen_mirroring() {
+        // On B since second 1; the worker erases B's claim. B's controller, now Standby,
+        // mirrors A's claim on B; the worker erases that too, but the watch saw it.
+        let mut r = on_a(1, None);
+        let step = round(&mut r, 1, &Verdict::NoClaim, &claim(B, None, 1));
+        assert_eq!(moved(&step), Some((S, Reason::Switch)));
+        let a = claim(A, None, 60);
+        // Unseen, the mirror changes nothing: B's last word is its own claim.
+        let step = round(&mut r, 60, &a, &Verdict::NoClaim);
+        assert_eq!(step.held.map(|h| h.why.reason()), Some("split_brain"));
+        // Seen by the watch, it ends the question.
+        let Verdict::Claim(mirror) = claim(A, None, 61) else {
+            unreachable!()
+        };
+        r.witness(S, &mirror);
+        let step = round(&mut r, 61, &a, &Verdict::NoClaim);
+        assert_eq!(moved(&step), Some((P, Reason::Switch)));
+    }
+
+    #[test]
+    fn a_self_claim_the_watch_saw_before_the_worker_erased_it_keeps_the_split_brain_in_view() {
+        let mut r = on_a(1, Some(8));
+        assert_eq!(
+            moved(&round(&mut r, 1, &Verdict::NoClaim, &claim(B, Some(8), 1))),
+            Some((S, Reason::Switch))
+        );
+        // B's hub showed A's claim to a read once (a mirror), then its own again to the watch.
+        round(&mut r, 2, &Verdict::NoClaim, &claim(A, Some(8), 0));
+        let Verdict::Claim(own) = claim(B, Some(8), 3) else {
+            unreachable!()
+        };
+        r.witness(S, &own);
+        let step = round(&mut r, 4, &claim(A, Some(8), 4), &Verdict::NoClaim);
+        assert_eq!(step.held.map(|h| h.why.reason()), Some("split_brain"));
+    }
+
+    // --- Rule 12: no decision from silence ----------------------------------------------
+
+    #[test]
+    fn a_slow_cold_start_hands_out_the_hub_that_is_named_not_the_primary_first() {
+        let mut r = resolver(3);
+        for at in 0..8 {
+            let step = round(&mut r, at, &down(), &down());
+            assert_eq!(step.decision, None, "second {at}");
+            assert_eq!(step.undecided_until, Some(t(30)));
+        }
+        let b = claim(B, None, 8);
+        let step = round(&mut r, 8, &b, &b);
+        assert_eq!(moved(&step), Some((S, Reason::Startup)));
+    }
+
+    #[test]
+    fn with_no_claim_at_all_the_primary_is_taken_once_the_bound_passes() {
+        let mut r = resolver(3);
+        for at in 0..30 {
+            let step = round(&mut r, at, &Verdict::NoClaim, &down());
+            assert_eq!(step.decision, None, "second {at}");
+        }
+        let step = round(&mut r, 30, &Verdict::NoClaim, &down());
+        assert_eq!(moved(&step), Some((P, Reason::Default)));
+        assert_eq!(step.undecided_until, None);
+    }
+
+    #[test]
+    fn a_resumed_decision_does_not_wait_for_the_bound() {
+        let mut r = resolver(3);
+        assert!(r.resume(S, B, None, None).is_some());
+        let step = round(&mut r, 0, &down(), &down());
+        assert_eq!((step.decision, step.undecided_until), (None, None));
+    }
+
+    #[test]
+    fn a_restarted_sidecar_in_a_split_brain_keeps_the_window_of_the_switch_it_resumed() {
+        let mut r = resolver(1);
+        assert!(r
+            .resume(S, B, None, Some(as_claim(claim(B, Some(8), 0))))
+            .is_some());
+        r.moved_at(t(0));
+        let step = round(&mut r, 10, &claim(A, Some(8), 10), &Verdict::NoClaim);
+        assert_eq!(step.held.map(|h| h.why.reason()), Some("split_brain"));
+    }
+
+    fn as_claim(v: Verdict) -> Claim {
+        match v {
+            Verdict::Claim(c) => c,
+            other => panic!("not a claim: {other:?}"),
+        }
+    }
+}
+
+#[cfg(test)]
 mod properties {
     //! The rule's properties for 2 to 5 hubs: the hubs are `primary`, `secondary`, then
     //! listed ones, and claims name any of them or an endpoint that is not configured.
@@ -1717,26 +2400,30 @@ mod properties {
             .collect()
     }
 
-    /// A verdict of one of `k` hubs: claims name one of the `k` or the rogue endpoint.
+    /// The sidecar's clock in these properties.
+    const NOW: i64 = 1_800_000_000 + 86_400;
+
+    /// A verdict of one of `k` hubs: claims name one of the `k` or the rogue endpoint, with or
+    /// without an identity, dated up to ten minutes either side of this clock (so that some
+    /// are too far ahead to have a say without an epoch); errors of every kind, those that
+    /// refuse our credential included (rule 6).
     fn verdict(k: usize) -> impl Strategy<Value = Verdict> {
         prop_oneof![
             Just(Verdict::NoClaim),
-            Just(Verdict::Error(ProbeError::new(
-                ErrorReason::Connect,
-                "refused"
-            ))),
+            proptest::sample::select(ErrorReason::ALL.to_vec())
+                .prop_map(|reason| Verdict::Error(ProbeError::new(reason, "failed"))),
             (
                 0..=k,
-                0u8..2,
-                proptest::option::of(0i64..5),
+                proptest::option::of(0u8..2),
+                proptest::option::of(-600i64..=600),
                 proptest::option::of(0u64..4)
             )
                 .prop_map(move |(e, id, t, epoch)| {
                     let e = if e == k { ROGUE } else { e };
                     Verdict::Claim(Claim {
                         endpoint: Endpoint::parse(ENDPOINTS[e]).unwrap(),
-                        identity: Some(format!("ctrl-{id}")),
-                        last_updated: t.map(|s| Timestamp::from_second(1_800_000_000 + s).unwrap()),
+                        identity: id.map(|id| format!("ctrl-{id}")),
+                        last_updated: t.map(|s| Timestamp::from_second(NOW + s).unwrap()),
                         epoch,
                     })
                 }),
@@ -1777,7 +2464,7 @@ mod properties {
             .iter()
             .map(|round| {
                 let before = r.basis().cloned();
-                let now = Timestamp::from_second(1_800_000_000 + 86_400).unwrap();
+                let now = Timestamp::from_second(NOW).unwrap();
                 let verdicts = order(ids(k).into_iter().zip(round).collect());
                 let step = r.observe(now, &verdicts);
                 if step.decision.is_some() {
@@ -1863,9 +2550,27 @@ mod properties {
             }
         }
 
+        /// Rule 6: never a switch onto a hub that refused our credential in that round.
         #[test]
-        fn the_same_inputs_give_the_same_outputs(n in 1u32..4, (k, rs) in rounds()) {
-            prop_assert_eq!(run(n, k, &rs), run(n, k, &rs));
+        fn a_switch_never_goes_to_a_hub_that_refuses_our_credential(n in 1u32..4, (k, rs) in rounds()) {
+            for (step, round) in run(n, k, &rs).iter().zip(&rs) {
+                let Some(d) = step.decision.as_ref().filter(|d| d.reason == Reason::Switch) else { continue };
+                let own = &round[ids(k).iter().position(|h| *h == d.hub).unwrap()];
+                prop_assert!(!matches!(own, Verdict::Error(e) if e.reason.is_credential()),
+                    "switched to {} which refused our credential: {:?}", d.hub, own);
+            }
+        }
+
+        /// A claim without an epoch dated more than MAX_FUTURE_SKEW ahead has no say.
+        #[test]
+        fn a_claim_dated_too_far_ahead_never_makes_a_decision(n in 1u32..4, (k, rs) in rounds()) {
+            let ahead = |v: &Verdict| matches!(v, Verdict::Claim(c) if c.epoch.is_none()
+                && c.last_updated.is_some_and(|t| t.as_second() - NOW > MAX_FUTURE_SKEW.as_secs()));
+            for (step, round) in run(n, k, &rs).iter().zip(&rs) {
+                let Some(d) = step.decision.as_ref().filter(|d| d.reason != Reason::Default) else { continue };
+                prop_assert!(round.iter().any(|v| targets(v, k) == Some(d.hub) && !ahead(v)),
+                    "decided {} on claims that were all too far ahead", d.hub);
+            }
         }
 
         /// Ties go by configuration order, not by the order the reads came back in.
@@ -1923,7 +2628,7 @@ mod properties {
             .zip(steers)
             .map(|(round, steer)| {
                 let before = r.basis().cloned();
-                let now = Timestamp::from_second(1_800_000_000 + 86_400).unwrap();
+                let now = Timestamp::from_second(NOW).unwrap();
                 let verdicts: Vec<_> = ids(k).into_iter().zip(round).collect();
                 let step = r.observe_steered(now, &verdicts, *steer);
                 if step.decision.is_some() {
@@ -1988,10 +2693,17 @@ mod properties {
             }
         }
 
+        /// A pin or drain of a hub that is not configured is no steering: the plain rule.
+        /// (`overrides` refuses such a value; the resolver must not act on one either.)
         #[test]
-        fn no_steering_is_the_plain_rule(n in 1u32..4, (k, rs) in rounds()) {
-            let none = vec![Steer::default(); rs.len()];
-            prop_assert_eq!(run_steered(n, k, &rs, &none), run_with_bases(n, k, &rs));
+        fn a_pin_or_drain_of_an_unconfigured_hub_is_the_plain_rule(n in 1u32..4, (k, rs) in rounds(), which in 0u8..3) {
+            let stranger = HubId::named("not-configured");
+            let steer = Steer {
+                pin: (which != 1).then_some(stranger),
+                drain: (which != 0).then_some(stranger),
+            };
+            let unknown = vec![steer; rs.len()];
+            prop_assert_eq!(run_steered(n, k, &rs, &unknown), run_with_bases(n, k, &rs));
         }
     }
 }

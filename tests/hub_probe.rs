@@ -152,8 +152,10 @@ async fn hangs_and_stalls_cost_one_timeout_and_no_more() {
             Some(ErrorReason::Timeout),
             "{fault:?}"
         );
+        // One deadline, not two (a connect deadline and then a read deadline, say): a ratio
+        // to the configured deadline, not a bound on a busy machine's clock.
         assert!(
-            took >= TIMEOUT && took < TIMEOUT + Duration::from_millis(250),
+            took >= TIMEOUT && took < TIMEOUT * 2,
             "{fault:?} took {took:?}"
         );
     }

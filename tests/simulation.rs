@@ -4,7 +4,14 @@
 //! erases the claim on the hub it talks to. Invariants are checked after every round.
 //!
 //! The worlds vary by seed: controllers' clocks skewed by up to ±30 s or ±10 min, claims with
-//! and without an `epoch`, hubs that come back (or are restored) carrying an old claim.
+//! and without an `epoch`, hubs that come back (or are restored) carrying an old claim, an
+//! Active that dies for good (its successor's epoch counter restarted, in some worlds), and
+//! split brains: two hubs each claiming themselves at the same epoch for ten minutes.
+//!
+//! Safety and liveness are checked side by side (rules 10 to 12 of the resolver): a worker on
+//! a dead hub reaches the live self-claimed Active within the bound, a split brain moves it at
+//! most once per window, and the first decision never comes from silence. Each invariant has a
+//! mutant that it catches (the tests at the end).
 //!
 //! HUB_SIM_SEEDS=N runs N seeds (default 1000; CI runs the default); HUB_SIM_SEED=S replays one
 //! seed, printing each round. A failing seed names itself. 10^5 seeds:
@@ -14,10 +21,10 @@ use std::cmp::Ordering;
 use std::time::Duration;
 
 use hub_follower::claim::{Claim, Endpoint};
-use hub_follower::resolver::{freshness, Reason, Resolver, MAX_FUTURE_SKEW};
+use hub_follower::resolver::{freshness, Liveness, Reason, Resolver, MAX_FUTURE_SKEW};
 use hub_follower::restart::pacing::Pacer;
 use hub_follower::verdict::{ErrorReason, HubId, ProbeError, Verdict};
-use jiff::Timestamp;
+use jiff::{SignedDuration, Timestamp};
 
 const EP: [&str; 5] = [
     "https://10.1.80.11:6443",
@@ -33,6 +40,15 @@ const CONFIRM: Duration = Duration::from_secs(1);
 const JITTER: Duration = Duration::from_secs(5);
 const COOLDOWN: Duration = Duration::from_secs(60);
 const ROUNDS: usize = 300;
+/// Rule 10's bound, rule 11's window, rule 12's wait: the sidecar's defaults.
+const DEAD_AFTER: Duration = Duration::from_secs(180);
+const WINDOW: Duration = Duration::from_secs(300);
+const DEFAULT_AFTER: Duration = Duration::from_secs(30);
+const BOUNDS: Liveness = Liveness {
+    dead_hub_after: Some(SignedDuration::from_secs(180)),
+    split_brain_window: SignedDuration::from_secs(300),
+    default_after: SignedDuration::from_secs(30),
+};
 const T0: i64 = 1_800_000_000;
 
 /// The hubs of a world of `k`, in configuration order: primary, secondary, then listed ones.
@@ -51,8 +67,8 @@ fn idx(h: HubId) -> usize {
     ids(EP.len()).iter().position(|x| *x == h).unwrap()
 }
 
-/// The resolver of a world of `k` hubs.
-fn resolver_for(k: usize) -> Resolver {
+/// The resolver of a world of `k` hubs, with `liveness`.
+fn resolver_with(k: usize, liveness: Liveness) -> Resolver {
     Resolver::new(
         ids(k)
             .into_iter()
@@ -61,6 +77,11 @@ fn resolver_for(k: usize) -> Resolver {
             .collect(),
         N,
     )
+    .with_liveness(liveness)
+}
+
+fn resolver_for(k: usize) -> Resolver {
+    resolver_with(k, BOUNDS)
 }
 
 /// One round's verdicts as the resolver takes them.
@@ -102,6 +123,16 @@ struct World {
     declared: Vec<Option<Declaration>>,
     /// Every declaration ever made, for hubs restored with an old one.
     history: Vec<Declaration>,
+    /// Hubs that died for good: they never answer again.
+    dead: Vec<bool>,
+    /// Whether a promotion after a death restarts the epoch counter (with epochs).
+    resets: bool,
+    /// Whether an epoch reset happened: "the freshest claim wins" no longer holds.
+    reset_happened: bool,
+    /// A split brain: these two hubs each declare themselves, until this round.
+    split: Option<(usize, usize, usize)>,
+    split_happened: bool,
+    round: usize,
 }
 
 impl World {
@@ -122,6 +153,12 @@ impl World {
             skew_secs,
             declared: vec![None; k],
             history: Vec::new(),
+            dead: vec![false; k],
+            resets: seed % 3 == 0,
+            reset_happened: false,
+            split: None,
+            split_happened: false,
+            round: 0,
         }
     }
 
@@ -129,15 +166,48 @@ impl World {
     /// `worker`, and returns what each hub answers.
     fn step(&mut self, t: Duration, worker: Option<HubId>) -> Vec<Verdict> {
         let k = self.k;
+        self.round += 1;
+        let alive: Vec<usize> = (0..k).filter(|h| !self.dead[*h]).collect();
         let r = &mut self.rng;
-        if r.f64() < 0.03 {
-            // A promotion of any other hub.
+        if self.split.is_none() && r.f64() < 0.03 {
+            // A promotion of any other living hub.
             let from = idx(self.active);
-            self.active = ids(k)[(from + r.usize(1..k)) % k];
-            self.epoch += 1;
+            let others: Vec<usize> = alive.iter().copied().filter(|h| *h != from).collect();
+            if !others.is_empty() {
+                self.active = ids(k)[others[r.usize(0..others.len())]];
+                self.epoch += 1;
+            }
         }
-        for up in &mut self.up {
-            *up = if *up { r.f64() > 0.05 } else { r.f64() < 0.3 };
+        if self.split.is_none() && alive.len() > 2 && r.f64() < 0.005 {
+            // The Active dies for good; another hub is promoted, its epoch counter restarted
+            // in some worlds.
+            let from = idx(self.active);
+            self.dead[from] = true;
+            let others: Vec<usize> = alive.iter().copied().filter(|h| *h != from).collect();
+            self.active = ids(k)[others[r.usize(0..others.len())]];
+            if self.resets && self.epochs {
+                self.epoch = 1;
+                self.reset_happened = true;
+            } else {
+                self.epoch += 1;
+            }
+        }
+        if self.split.is_none() && alive.len() >= 2 && r.f64() < 0.01 {
+            // A split brain: the Active and another living hub each declare themselves, at
+            // the same epoch, for ten minutes.
+            let a = idx(self.active);
+            let others: Vec<usize> = alive.iter().copied().filter(|h| *h != a).collect();
+            if !others.is_empty() {
+                let b = others[r.usize(0..others.len())];
+                self.split = Some((a, b, self.round + 60));
+                self.split_happened = true;
+            }
+        }
+        if self.split.is_some_and(|(_, _, end)| self.round >= end) {
+            self.split = None;
+        }
+        for (h, up) in self.up.iter_mut().enumerate() {
+            *up = !self.dead[h] && if *up { r.f64() > 0.05 } else { r.f64() < 0.3 };
         }
         self.partitioned = if self.partitioned {
             r.f64() > 0.3
@@ -146,7 +216,18 @@ impl World {
         };
         let a = idx(self.active);
         let now = |skew: i64| Timestamp::from_second(T0 + t.as_secs() as i64 + skew).unwrap();
-        if self.up[a] {
+        if let Some((x, y, _)) = self.split {
+            for h in [x, y].into_iter().filter(|h| self.up[*h]) {
+                let d = Declaration {
+                    endpoint: EP[h].into(),
+                    identity: format!("ctrl-{h}-{}", self.epoch),
+                    at: now(self.skew_secs[h]),
+                    epoch: self.epochs.then_some(self.epoch),
+                };
+                self.history.push(d.clone());
+                self.declared[h] = Some(d);
+            }
+        } else if self.up[a] {
             let d = Declaration {
                 endpoint: EP[a].into(),
                 identity: format!("ctrl-{a}-{}", self.epoch),
@@ -248,11 +329,38 @@ fn usable(verdicts: &[Verdict], clock: Timestamp) -> Vec<(HubId, Claim)> {
         .collect()
 }
 
-/// What the simulation drives: the real resolver, or one without the basis rule.
+/// What the simulation drives: the real resolver, or a mutant without one of its rules.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Rule {
     Real,
+    /// Rule 5 forgotten before every round.
     WithoutBasis,
+    /// Rule 10 off: a dead hub's basis holds for ever.
+    WithoutDeadHubBound,
+    /// Rule 11 off: no split-brain window.
+    WithoutSplitBrainWindow,
+    /// Rule 12 off: the primary at once when nothing names anyone.
+    DefaultAtOnce,
+}
+
+impl Rule {
+    fn liveness(self) -> Liveness {
+        match self {
+            Rule::Real | Rule::WithoutBasis => BOUNDS,
+            Rule::WithoutDeadHubBound => Liveness {
+                dead_hub_after: None,
+                ..BOUNDS
+            },
+            Rule::WithoutSplitBrainWindow => Liveness {
+                split_brain_window: SignedDuration::ZERO,
+                ..BOUNDS
+            },
+            Rule::DefaultAtOnce => Liveness {
+                default_after: SignedDuration::ZERO,
+                ..BOUNDS
+            },
+        }
+    }
 }
 
 fn run(seed: u64, rule: Rule, verbose: bool) -> Result<(), String> {
@@ -263,7 +371,17 @@ fn run(seed: u64, rule: Rule, verbose: bool) -> Result<(), String> {
     };
     let mut world = World::new(seed);
     let k = world.k;
-    let mut resolver = resolver_for(k);
+    let mut resolver = resolver_with(k, rule.liveness());
+    // When each hub last answered (rules 10 and 11), and the claims' switches made during a
+    // split brain, with the episode they were made in.
+    let mut answered_at = vec![Duration::ZERO; k];
+    let mut split_switches: Vec<(Duration, usize)> = Vec::new();
+    let mut decided = false;
+    // Per round: whether the Active claimed itself, and how long the worker's hub had been
+    // silent before it.
+    let mut self_claims: Vec<Option<HubId>> = Vec::new();
+    let mut dead_since: Vec<Option<Duration>> = Vec::new();
+    let mut split_rounds: Vec<bool> = Vec::new();
     let base = tokio::time::Instant::now();
     let mut pacer = Pacer::new(JITTER, COOLDOWN);
     let mut t = Duration::ZERO;
@@ -285,11 +403,45 @@ fn run(seed: u64, rule: Rule, verbose: bool) -> Result<(), String> {
     for round in 0..ROUNDS {
         let verdicts = world.step(t, worker);
         let clock = Timestamp::from_second(T0 + t.as_secs() as i64).unwrap();
+        for (h, v) in verdicts.iter().enumerate() {
+            if v.answered() {
+                answered_at[h] = t;
+            }
+        }
+        // Rule 10: the established hub has not answered for the bound.
+        let silent_for =
+            |hub: Option<HubId>| hub.map_or(Duration::ZERO, |h| t - answered_at[idx(h)]);
+        // A split brain as the follower can know it: the episode, or the hub the worker is on
+        // still declaring itself (a partition kept the new Active's word from it), which
+        // its watch sees even when the worker erases it.
+        let declares_itself = |e: HubId| {
+            world.up[idx(e)]
+                && world.declared[idx(e)]
+                    .as_ref()
+                    .is_some_and(|d| names(&d.verdict()).is_some_and(|(h, _)| h == e))
+        };
+        let own_says_itself = resolver
+            .established()
+            .is_some_and(|e| e != world.active && declares_itself(e));
+        split_rounds.push(world.split.is_some() || own_says_itself);
+        dead_since.push(resolver.established().map(|e| t - answered_at[idx(e)]));
+        // The watch of the worker's hub sees what that hub declares before the worker erases it.
+        if let Some(e) = resolver.established() {
+            if let Some(d) = world.declared[idx(e)].as_ref().filter(|_| world.up[idx(e)]) {
+                if let Verdict::Claim(c) = d.verdict() {
+                    resolver.witness(e, &c);
+                }
+            }
+        }
         let named = |v: &Verdict| {
             let has_say = matches!(v, Verdict::Claim(c) if !usable(&[v.clone(), Verdict::NoClaim], clock).is_empty() && c.endpoint.as_str() != ROGUE);
             names(v).filter(|_| has_say)
         };
         history.push(verdicts.iter().map(named).collect());
+        // A hub's claim for itself, with a say (rule 10 counts only those).
+        let said: Vec<Named> = history[round].clone();
+        let self_claimed = |hub: HubId| said[idx(hub)].as_ref().is_some_and(|(h, _)| *h == hub);
+        self_claims.push(Some(world.active).filter(|a| self_claimed(*a)));
         let claims = usable(&verdicts, clock);
         let established = resolver.established();
         for (hub, c) in &claims {
@@ -335,10 +487,11 @@ fn run(seed: u64, rule: Rule, verbose: bool) -> Result<(), String> {
         }
         if verbose {
             println!(
-                "k={k} t={:>5}s active={:?} epoch={} up={:?} part={} worker={:?} verdicts={:?} -> {:?} pending={:?}",
+                "k={k} t={:>5}s active={:?} epoch={} split={:?} up={:?} part={} worker={:?} verdicts={:?} -> {:?} pending={:?}",
                 t.as_secs(),
                 world.active,
                 world.epoch,
+                world.split,
                 world.up,
                 world.partitioned,
                 worker,
@@ -346,9 +499,15 @@ fn run(seed: u64, rule: Rule, verbose: bool) -> Result<(), String> {
                 step.decision.as_ref().map(|d| (d.hub, d.reason)),
                 resolver.pending()
             );
+            if let Some(h) = &step.held {
+                println!("    held: {h:?}");
+            }
         }
         if let Some(d) = &step.decision {
             let claimed_now = names_hub(&history[round], d.hub);
+            // A move off a hub silent for the bound, onto a hub that claims itself: rule 10
+            // lets it rest on a claim no fresher than the basis.
+            let off_a_dead_hub = silent_for(established) >= DEAD_AFTER && self_claimed(d.hub);
             match d.reason {
                 Reason::Startup | Reason::Switch if !claimed_now => {
                     return fail(
@@ -390,6 +549,7 @@ fn run(seed: u64, rule: Rule, verbose: bool) -> Result<(), String> {
                     if let Some(f) = floor
                         .as_ref()
                         .filter(|f| f.epoch.is_some() || f.last_updated.is_some())
+                        .filter(|_| !off_a_dead_hub)
                     {
                         if freshness(on, f) != Ordering::Greater {
                             return fail(
@@ -405,6 +565,7 @@ fn run(seed: u64, rule: Rule, verbose: bool) -> Result<(), String> {
                     // claim for a third hub seen since the last decision.
                     if let Some((h, o)) = others
                         .iter()
+                        .filter(|_| !off_a_dead_hub)
                         .find(|(h, o)| *h != d.hub && freshness(o, on) == Ordering::Greater)
                     {
                         return fail(
@@ -417,13 +578,57 @@ fn run(seed: u64, rule: Rule, verbose: bool) -> Result<(), String> {
                     }
                     // Invariant, with epochs: whatever the clocks say, a switch goes to the hub
                     // that the freshest claim seen so far names.
-                    if world.epochs {
+                    // (A split brain at one epoch breaks the epochs' contract: not then.)
+                    if world.epochs
+                        && !world.reset_happened
+                        && !world.split_happened
+                        && !off_a_dead_hub
+                    {
                         if let Some((hub, c)) = freshest_seen.as_ref().filter(|(h, _)| *h != d.hub)
                         {
                             return fail(
                                 round,
                                 format!("switched to {} while the freshest claim seen, {c:?}, names {hub}", d.hub),
                             );
+                        }
+                    }
+                    // Invariant (rule 11): during a split brain, the claims move the worker
+                    // between its two hubs at most once per window, unless off a hub that
+                    // did not answer this round (a failover), that no longer declares itself at
+                    // the epoch of the claim moved to (restored from an old backup, say), or
+                    // whose read named another hub this round (a lagging cache): what the
+                    // follower knows is what it reads. Not after an epoch counter restarted:
+                    // then freshness cannot tell an old claim of a hub's from its new one.
+                    if let Some((x, y, end)) = world.split {
+                        let pair = [ids(k)[x], ids(k)[y]];
+                        if pair.contains(&d.hub) && established.is_some_and(|e| pair.contains(&e)) {
+                            if let Some((prev, _)) = split_switches
+                                .iter()
+                                .rev()
+                                .find(|(_, e)| *e == end)
+                                .filter(|(prev, _)| {
+                                    t - *prev < WINDOW
+                                        && !world.reset_happened
+                                        && silent_for(established).is_zero()
+                                        && established.is_some_and(|e| {
+                                            declares_itself(e)
+                                                && world.declared[idx(e)].as_ref().map(|x| x.epoch)
+                                                    == d.basis.as_ref().map(|b| b.epoch)
+                                        })
+                                        && established.is_none_or(|e| {
+                                            names(&verdicts[idx(e)]).is_none_or(|(h, _)| h == e)
+                                        })
+                                })
+                            {
+                                return fail(
+                                    round,
+                                    format!(
+                                        "a split brain moved the worker twice in {:?} (flapping), the window is {WINDOW:?}",
+                                        t - *prev
+                                    ),
+                                );
+                            }
+                            split_switches.push((t, end));
                         }
                     }
                     switches += 1;
@@ -433,8 +638,16 @@ fn run(seed: u64, rule: Rule, verbose: bool) -> Result<(), String> {
                     }
                 }
                 Reason::Startup | Reason::Default => {
-                    if round != 0 {
+                    if decided {
                         return fail(round, format!("a {:?} decision after startup", d.reason));
+                    }
+                    // Invariant (rule 12): the first decision names a hub some hub named, or
+                    // is the primary's default once the wait is over.
+                    if d.reason == Reason::Default && t < DEFAULT_AFTER {
+                        return fail(
+                            round,
+                            format!("a default decision from silence at {t:?}, before {DEFAULT_AFTER:?}"),
+                        );
                     }
                     worker = Some(d.hub);
                 }
@@ -445,8 +658,57 @@ fn run(seed: u64, rule: Rule, verbose: bool) -> Result<(), String> {
             floor = d.basis.clone();
             others.clear();
             last_decision_round = round;
-        } else if round == 0 {
-            return fail(round, "no decision at startup".into());
+            decided = true;
+        } else if !decided && t >= DEFAULT_AFTER {
+            return fail(
+                round,
+                format!("no decision at {t:?}, after {DEFAULT_AFTER:?}"),
+            );
+        }
+
+        // Invariant (rule 10): the worker's hub dead for the bound, and N rounds in which the
+        // living Active claims itself and every usable claim names it: the follower is on it.
+        if round + 1 >= N as usize && decided {
+            let first = round + 1 - N as usize;
+            let window = &history[first..=round];
+            let active = world.active;
+            let on_it = window.iter().all(|named| {
+                named.iter().flatten().next().is_some()
+                    && named.iter().flatten().all(|c| c.0 == active)
+            }) && window[0]
+                .iter()
+                .flatten()
+                .all(|c| Some(c) == window[0].iter().flatten().next())
+                && window.iter().all(|named| {
+                    named
+                        .iter()
+                        .flatten()
+                        .all(|c| Some(c) == window[0].iter().flatten().next())
+                })
+                && self_claims[first..=round]
+                    .iter()
+                    .all(|h| *h == Some(active));
+            // Silent through the whole window, and no split brain in it.
+            let stranded_since = dead_since[first]
+                .filter(|_| {
+                    dead_since[first..=round]
+                        .iter()
+                        .all(|d| d.is_some_and(|d| d >= DEAD_AFTER))
+                })
+                .filter(|_| !split_rounds[first..=round].iter().any(|s| *s));
+            if on_it
+                && stranded_since.is_some_and(|d| d >= DEAD_AFTER)
+                && resolver.established() != Some(active)
+            {
+                return fail(
+                    round,
+                    format!(
+                        "stranded on {:?}, silent for {:?}, while {active:?} claims itself",
+                        resolver.established(),
+                        stranded_since
+                    ),
+                );
+            }
         }
 
         // Invariant: N rounds in which every usable claim names the true Active (the same
@@ -463,7 +725,12 @@ fn run(seed: u64, rule: Rule, verbose: bool) -> Result<(), String> {
                     })
             });
             let news = news[round + 1 - N as usize..=round].iter().all(|n| *n);
-            if agreed && news && resolver.established() != Some(world.active) {
+            // In a split brain, claims that look agreed are not: the other brain's claim is
+            // erased by the worker, and rule 11 holds the move for its window.
+            let split = split_rounds[round + 1 - N as usize..=round]
+                .iter()
+                .any(|s| *s);
+            if agreed && news && !split && resolver.established() != Some(world.active) {
                 return fail(
                     round,
                     format!(
@@ -557,6 +824,40 @@ fn a_resolver_without_the_basis_rule_is_caught() {
         seeds(),
         caught[0]
     );
+}
+
+/// Runs the seeds against the mutant `rule`, which must fail at least one of them with a
+/// message that says `what`: the invariant written to catch it.
+fn assert_caught(rule: Rule, what: &str) {
+    let failures: Vec<String> = (0..seeds())
+        .filter_map(|seed| run(seed, rule, false).err())
+        .collect();
+    let Some(first) = failures.iter().find(|e| e.contains(what)) else {
+        panic!(
+            "{rule:?} went unnoticed ({} seeds failed otherwise)",
+            failures.len()
+        );
+    };
+    println!(
+        "the mutant failed {} of {} seeds; first: {first}",
+        failures.len(),
+        seeds()
+    );
+}
+
+#[test]
+fn a_resolver_without_the_dead_hub_bound_is_caught_stranding_the_worker() {
+    assert_caught(Rule::WithoutDeadHubBound, "stranded on");
+}
+
+#[test]
+fn a_resolver_without_the_split_brain_window_is_caught_flapping() {
+    assert_caught(Rule::WithoutSplitBrainWindow, "(flapping)");
+}
+
+#[test]
+fn a_resolver_that_defaults_at_once_is_caught_deciding_from_silence() {
+    assert_caught(Rule::DefaultAtOnce, "from silence");
 }
 
 #[test]

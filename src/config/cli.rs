@@ -145,6 +145,25 @@ pub struct Settings {
         default_value = "3"
     )]
     pub confirmations: String,
+    /// How long the hub the worker is on may fail every read before a claim that another hub
+    /// makes for itself moves the worker even if it is not fresher than the claim the decision
+    /// rests on (a promoted controller whose epoch restarted). Longer than --poll-interval.
+    /// [default: 3m, or three --poll-interval when that is longer]
+    #[arg(long, env = "HUB_DEAD_HUB_AFTER", global = true)]
+    pub dead_hub_after: Option<String>,
+    /// In a split brain (two hubs each claiming themselves at the same epoch), the worker moves
+    /// at most once per this window; 0s: no limit.
+    #[arg(
+        long,
+        env = "HUB_SPLIT_BRAIN_WINDOW",
+        global = true,
+        default_value = "5m"
+    )]
+    pub split_brain_window: String,
+    /// At startup with no hub naming the Active, how long to wait for a claim before the primary
+    /// is published by default; 0s: at once. Keep it below the exec wrapper's --wait.
+    #[arg(long, env = "HUB_DEFAULT_AFTER", global = true, default_value = "30s")]
+    pub default_after: String,
     #[arg(
         long,
         env = "HUB_HANDOFF_DIR",

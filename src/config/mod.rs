@@ -20,7 +20,7 @@ pub use values::{ConfigError, LogFormat};
 use crate::claim::Endpoint;
 use crate::verdict::HubId;
 use values::{
-    parse, Count, HubList, Interval, Listen, NamespaceName, ObjectName, ServerName, Toggle,
+    parse, Count, Delay, HubList, Interval, Listen, NamespaceName, ObjectName, ServerName, Toggle,
 };
 
 /// One configured hub.
@@ -49,6 +49,12 @@ pub struct Config {
     /// The interval of the reads while every hub's watch vouches for its hub.
     pub watched_poll_interval: Duration,
     pub confirmations: u32,
+    /// Rule 10: how long the worker's hub may be silent before the basis stops holding it.
+    pub dead_hub_after: Duration,
+    /// Rule 11: at most one switch per this window in a split brain; zero: no limit.
+    pub split_brain_window: Duration,
+    /// Rule 12: how long the first decision waits for a claim before the primary.
+    pub default_after: Duration,
     pub handoff_dir: PathBuf,
     /// Where the operator's pin and drain are read; `None`: off.
     pub override_dir: Option<PathBuf>,
@@ -77,6 +83,9 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
 /// The confirming reads' interval when `--confirm-interval` is not set, or the poll interval
 /// when that is shorter.
 const CONFIRM_INTERVAL: Duration = Duration::from_secs(1);
+/// How long the worker's hub may be silent before its basis stops holding the worker on it
+/// (rule 10), unless three --poll-interval are longer. OCM's hub switch waits at least as long.
+const DEAD_HUB_AFTER: Duration = Duration::from_secs(180);
 /// The interval of the reads while the watches vouch for both hubs, unless --poll-interval is longer.
 const WATCHED_POLL_INTERVAL: Duration = Duration::from_secs(120);
 
@@ -223,6 +232,21 @@ impl Config {
                 watched.0
             }
         };
+        let dead_hub_after = match &s.dead_hub_after {
+            None => DEAD_HUB_AFTER.max(poll_interval.0 * 3),
+            Some(raw) => {
+                let after = parse::<Interval>("dead_hub_after", raw)?;
+                if after.0 <= poll_interval.0 {
+                    return Err(ConfigError::new(
+                        "dead_hub_after",
+                        format!(
+                            "{after} must be longer than --poll-interval ({poll_interval}): one missed read is no dead hub"
+                        ),
+                    ));
+                }
+                after.0
+            }
+        };
         if s.handoff_dir.as_os_str().is_empty() {
             return Err(ConfigError::new("handoff_dir", "must not be empty"));
         }
@@ -239,6 +263,9 @@ impl Config {
                 .then_some(watch_timeout),
             watched_poll_interval,
             confirmations: parse::<Count>("confirmations", &s.confirmations)?.0,
+            dead_hub_after,
+            split_brain_window: parse::<Delay>("split_brain_window", &s.split_brain_window)?.0,
+            default_after: parse::<Delay>("default_after", &s.default_after)?.0,
             handoff_dir: s.handoff_dir.clone(),
             override_dir: optional(&s.override_dir).map(PathBuf::from),
             listen: parse::<Listen>("listen", &s.listen)?.0,
@@ -263,6 +290,17 @@ impl Config {
             .iter()
             .map(|h| (h.id, h.endpoint.clone()))
             .collect()
+    }
+
+    /// The bounds of the resolver's liveness rules (10 to 12).
+    pub fn liveness(&self) -> crate::resolver::Liveness {
+        let signed =
+            |d: Duration| jiff::SignedDuration::try_from(d).unwrap_or(jiff::SignedDuration::MAX);
+        crate::resolver::Liveness {
+            dead_hub_after: Some(signed(self.dead_hub_after)),
+            split_brain_window: signed(self.split_brain_window),
+            default_after: signed(self.default_after),
+        }
     }
 
     pub fn single_hub(&self) -> bool {
@@ -607,6 +645,51 @@ mod tests {
         );
         let s = settings(&["--hub-endpoint=https://h:6443", "--namespace=ns"]);
         assert_eq!(Config::from_settings(&s).unwrap_err().env, "CLUSTER_NAME");
+    }
+
+    #[test]
+    fn the_liveness_bounds_default_to_3m_5m_and_30s_and_a_dead_hub_needs_more_than_one_read() {
+        let c = Config::from_settings(&settings(&base())).unwrap();
+        assert_eq!(
+            (c.dead_hub_after, c.split_brain_window, c.default_after),
+            (
+                Duration::from_secs(180),
+                Duration::from_secs(300),
+                Duration::from_secs(30)
+            )
+        );
+        let mut args = base();
+        args.push("--poll-interval=2m");
+        let c = Config::from_settings(&settings(&args)).unwrap();
+        assert_eq!(c.dead_hub_after, Duration::from_secs(360));
+        let mut args = base();
+        args.extend([
+            "--dead-hub-after=10s",
+            "--split-brain-window=0s",
+            "--default-after=0s",
+        ]);
+        let err = Config::from_settings(&settings(&args)).unwrap_err();
+        assert_eq!(
+            (err.flag.as_str(), err.env.as_str()),
+            ("--dead-hub-after", "HUB_DEAD_HUB_AFTER")
+        );
+        assert!(
+            err.to_string()
+                .contains("must be longer than --poll-interval (10s)"),
+            "{err}"
+        );
+        let mut args = base();
+        args.extend([
+            "--dead-hub-after=11s",
+            "--split-brain-window=0s",
+            "--default-after=0s",
+        ]);
+        let c = Config::from_settings(&settings(&args)).unwrap();
+        assert_eq!(c.liveness().split_brain_window, jiff::SignedDuration::ZERO);
+        let mut args = base();
+        args.push("--split-brain-window=soon");
+        let err = Config::from_settings(&settings(&args)).unwrap_err();
+        assert_eq!(err.env, "HUB_SPLIT_BRAIN_WINDOW");
     }
 
     #[test]

@@ -138,6 +138,7 @@ impl Follower {
     /// Shows a held winner in `/status` while it lasts; logs it and records an Event when it
     /// starts or changes, and logs its end.
     pub(super) fn note_held(&mut self, held: Option<Held>, now: Timestamp) {
+        self.metrics.set_held(held.as_ref().map(|h| h.why.reason()));
         let Some(held) = held else {
             if let Some(was) = self.view.borrow().held.as_ref() {
                 tracing::info!(candidate = %was.candidate, "no longer holding back a switch");
@@ -191,6 +192,16 @@ impl Follower {
                     "the {drained} hub is drained, but no other hub answers; the worker stays on {drained} until one does"
                 ),
             ),
+            Hold::SplitBrain {
+                established,
+                moved_at,
+                until,
+            } => (
+                "split_brain",
+                format!(
+                    "split brain: it and the {established} hub each claim to be Active at the same epoch; the worker moved at {moved_at} and moves at most once per --split-brain-window, so not before {until}; pin the right hub to end it sooner"
+                ),
+            ),
         };
         self.metrics
             .switches_held
@@ -222,6 +233,59 @@ impl Follower {
                 since,
             })
         });
+    }
+
+    /// Shows a split brain in the gauge, and records an Event when one starts to hold a
+    /// switch back.
+    pub(super) fn note_split_brain(&mut self, step_split_brain: bool, held: Option<&Held>) {
+        let was = std::mem::replace(&mut self.split_brain, step_split_brain);
+        self.metrics.split_brain.set(i64::from(step_split_brain));
+        if let Some(Held {
+            candidate,
+            why: Hold::SplitBrain {
+                established, until, ..
+            },
+        }) = held.filter(|_| !was)
+        {
+            tracing::warn!(established = %established, other = %candidate.hub, until = %until, "split brain: two hubs each claim to be Active at the same epoch; the worker moves at most once per --split-brain-window");
+            self.events.send(Fact::SplitBrain {
+                established: *established,
+                other: candidate.hub,
+                until: until.to_string(),
+            });
+        } else if was && !step_split_brain {
+            tracing::info!("no split brain held a switch back for a whole --split-brain-window");
+        }
+    }
+
+    /// Says, once each time it starts, that a silent hub's basis no longer holds the worker
+    /// on it (rule 10).
+    pub(super) fn note_dead_hub(&mut self, dead: Option<HubId>, to: Option<HubId>) {
+        let was = std::mem::replace(&mut self.leaving_silent, dead);
+        let (Some(hub), Some(to)) = (dead, to) else {
+            return;
+        };
+        if was == Some(hub) {
+            return;
+        }
+        let silent_for = humantime::format_duration(self.config.dead_hub_after).to_string();
+        tracing::warn!(hub = %hub, to = %to, silent_for = %silent_for, "the worker's hub has not answered for --dead-hub-after: a claim another hub makes for itself moves the worker although it is not fresher than the basis");
+        self.events.send(Fact::LeavingSilentHub {
+            hub,
+            to,
+            silent_for,
+        });
+    }
+
+    /// Says once that the first decision waits for a claim, and until when (rule 12).
+    pub(super) fn note_undecided(&mut self, until: Option<Timestamp>) {
+        if until.is_some() && self.undecided_until.is_none() {
+            tracing::info!(
+                until = %until.map(|u| u.to_string()).unwrap_or_default(),
+                "no hub names the Active hub yet: waiting for a claim, and publishing the primary by default at this time if none comes (--default-after)"
+            );
+        }
+        self.undecided_until = until;
     }
 
     pub(super) fn verdict_summary(&self) -> String {

@@ -6,11 +6,11 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::hub::Probe;
-use crate::resolver::{Candidate, Pending, Step};
-use crate::verdict::Verdict;
+use crate::resolver::{Pending, Step};
+use crate::verdict::{HubId, Verdict};
 
 /// A round left nothing that time alone could change: every hub answered, and nothing was
-/// decided, held, rejected or older than the basis. A held claim whose controller clock
+/// decided, held, rejected or older than the basis, and the startup default is not waiting. A held claim whose controller clock
 /// catches up, or a claim dated ahead of ours, changes with time and no event; reads at
 /// `--poll-interval` are what see it.
 pub(super) fn settled(probes: &[Probe], step: &Step) -> bool {
@@ -21,6 +21,7 @@ pub(super) fn settled(probes: &[Probe], step: &Step) -> bool {
         && step.rejected.is_empty()
         && step.stale.is_empty()
         && step.held.is_none()
+        && step.undecided_until.is_none()
 }
 
 /// Whether a tick at `now` reads the hubs. Always, unless reads `may_relax` (every hub's watch
@@ -42,9 +43,10 @@ pub(super) fn tick_reads(
 /// promotion) a read that fails says nothing about the claims.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum Unfinished {
-    /// A pending switch to this candidate ended without a decision: it was pending before the
-    /// round and is not after it.
-    Streak(Candidate),
+    /// A pending switch to this hub ended without a decision: it was pending before the
+    /// round and is not after it. Keyed by the hub, never by what its claim says (the
+    /// identity), so that the list of spent retries is bounded by the configured hubs.
+    Streak(HubId),
     /// The round was started by a watch (a claim changed, or a watch failed), nothing was
     /// pending before or after it, and nothing was decided: the change may be on the hub
     /// that did not answer.
@@ -65,7 +67,7 @@ pub(super) fn unfinished(
         return None;
     }
     match (before, after) {
-        (Some(p), None) => Some(Unfinished::Streak(p.candidate.clone())),
+        (Some(p), None) => Some(Unfinished::Streak(p.candidate.hub)),
         (None, None) if watch_started => Some(Unfinished::News),
         _ => None,
     }
@@ -120,7 +122,7 @@ pub(super) fn quick_retry_at(at: Instant, paused_until: Option<Instant>, tick: I
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::resolver::{Decision, Held, Hold, Reason};
+    use crate::resolver::{Candidate, Decision, Held, Hold, Reason};
     use crate::verdict::{ErrorReason, HubId, ProbeError};
 
     const POLL: Duration = Duration::from_secs(10);
@@ -269,7 +271,7 @@ mod tests {
         let b = pending(HubId::SECONDARY, 1);
         let (answered, silent) = (answered(), secondary_silent());
         let none = Step::default();
-        let streak = Some(Unfinished::Streak(b.candidate.clone()));
+        let streak = Some(Unfinished::Streak(b.candidate.hub));
         assert_eq!(unfinished(Some(&b), None, &none, &silent, false), streak);
         assert_eq!(unfinished(Some(&b), None, &none, &silent, true), streak);
         // The hubs answered and the streak ended: they said no.
@@ -293,8 +295,8 @@ mod tests {
 
     #[test]
     fn a_quick_retry_is_given_once_for_each_unfinished_thing_until_a_round_settles_or_decides() {
-        let b = Unfinished::Streak(pending(HubId::SECONDARY, 1).candidate);
-        let a = Unfinished::Streak(pending(HubId::PRIMARY, 1).candidate);
+        let b = Unfinished::Streak(pending(HubId::SECONDARY, 1).candidate.hub);
+        let a = Unfinished::Streak(pending(HubId::PRIMARY, 1).candidate.hub);
         let mut retry = QuickRetry::default();
         assert!(!retry.after_round(None, false), "nothing unfinished");
         assert!(retry.after_round(Some(b.clone()), false), "the first break");

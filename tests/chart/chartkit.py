@@ -369,6 +369,8 @@ METRICS = {
     "kubeslice_worker_hub_events_failed_total",
     "kubeslice_worker_hub_override_until_timestamp_seconds",
     "kubeslice_worker_hub_override_refused",
+    "kubeslice_worker_hub_switch_held",
+    "kubeslice_worker_hub_split_brain",
     "hub_follower_build_info",
 }
 

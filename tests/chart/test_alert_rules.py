@@ -43,7 +43,7 @@ def run(promtool: str, *args: str, cwd: Path) -> str:
 
 def test_the_rules_pass_promtool_check(chart, promtool, tmp_path):
     (tmp_path / "rules.yml").write_text(yaml.safe_dump(rules(chart)))
-    assert "SUCCESS: 6 rules found" in run(promtool, "check", "rules", "rules.yml", cwd=tmp_path)
+    assert "SUCCESS: 9 rules found" in run(promtool, "check", "rules", "rules.yml", cwd=tmp_path)
 
 
 def test_every_alert_passes_its_unit_tests(chart, promtool, tmp_path):
@@ -66,8 +66,10 @@ def test_every_alert_has_a_firing_and_a_silent_case(chart):
 @pytest.mark.parametrize(
     "durations",
     [
-        {"secondaryHubUnreachable": "9m", "noUsableHub": "4m", "watchDown": "14m", "overrideRefused": "4m"},
-        {"secondaryHubUnreachable": "11m", "noUsableHub": "6m", "watchDown": "16m", "overrideRefused": "6m"},
+        {"secondaryHubUnreachable": "9m", "noUsableHub": "4m", "watchDown": "14m", "overrideRefused": "4m",
+         "activeHubUnreachable": "0m", "switchHeld": "1m", "splitBrain": "0m"},
+        {"secondaryHubUnreachable": "11m", "noUsableHub": "6m", "watchDown": "16m", "overrideRefused": "6m",
+         "activeHubUnreachable": "2m", "switchHeld": "3m", "splitBrain": "2m"},
     ],
     ids=["one-minute-shorter", "one-minute-longer"],
 )
@@ -77,7 +79,8 @@ def test_the_unit_tests_fail_against_a_rule_whose_for_is_off_by_one_evaluation(c
     shutil.copy(TESTS, tmp_path / TESTS.name)
     out = subprocess.run([promtool, "test", "rules", TESTS.name], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert out.returncode != 0
-    for alert in ("HubFollowerSecondaryHubUnreachable", "HubFollowerNoUsableHub", "HubFollowerWatchDown", "HubFollowerOverrideRefused"):
+    for alert in ("HubFollowerSecondaryHubUnreachable", "HubFollowerNoUsableHub", "HubFollowerWatchDown", "HubFollowerOverrideRefused",
+                  "HubFollowerActiveHubUnreachable", "HubFollowerSwitchHeld", "HubFollowerSplitBrain"):
         assert f"alertname: {alert}" in out.stdout + out.stderr, alert
 
 
@@ -132,3 +135,41 @@ def test_the_unit_tests_fail_against_a_refusal_alert_on_the_wrong_value(chart, p
     out = subprocess.run([promtool, "test", "rules", TESTS.name], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert out.returncode != 0
     assert "name: nothing refused stays silent," in out.stdout + out.stderr, out.stdout + out.stderr
+
+
+ACTIVE = "HubFollowerActiveHubUnreachable"
+ACTIVE_FILTER = "and\n(kubeslice_worker_hub_active == 1)\n"
+HELD_WHYS = 'why=~"unauthenticated|pinned_hub_unreachable|drain_no_alternative"'
+
+
+@pytest.mark.parametrize(
+    "alert,change,failing",
+    [
+        (ACTIVE, lambda e: e.replace(ACTIVE_FILTER, ""), "the worker's hub answering stays silent, with a standby unreachable since start"),
+        (ACTIVE, lambda e: e.replace("== 1)", "== bool 1)"), "the worker's hub answering stays silent, with a standby unreachable since start"),
+        (ACTIVE, lambda e: e.replace(ACTIVE_FILTER, ACTIVE_FILTER.replace("and", "and on(hub)")), "two workers on different hubs, the primary unreachable from both, fires for the one on the primary only"),
+        (ACTIVE, lambda e: e.replace("> 60", ">= 60"), "worker on a primary that never answered fires at 3m"),
+        (ACTIVE, lambda e: e.replace("> 60", "> 120"), "worker on a primary that never answered fires at 3m"),
+        ("HubFollowerSwitchHeld", lambda e: e.replace(HELD_WHYS, 'why=~"unauthenticated|pinned_hub_unreachable|drain_no_alternative|older_than_basis"'), "older_than_basis and split_brain holds, and nothing held, stay silent"),
+        ("HubFollowerSwitchHeld", lambda e: e.replace(HELD_WHYS, 'why!="older_than_basis"'), "older_than_basis and split_brain holds, and nothing held, stay silent"),
+        ("HubFollowerSwitchHeld", lambda e: e.replace("== 1", ">= 0"), "older_than_basis and split_brain holds, and nothing held, stay silent"),
+        ("HubFollowerSwitchHeld", lambda e: e.replace("|drain_no_alternative", ""), "unauthenticated and drain_no_alternative holds fire at 2m, one alert each"),
+        ("HubFollowerSplitBrain", lambda e: e.replace("== 1", ">= 0"), "no split brain stays silent"),
+    ],
+    ids=[
+        "active-without-the-active-clause", "active-gauge-as-bool", "active-matched-on-hub-only", "stale-at-60-inclusive",
+        "stale-too-long", "held-with-older-than-basis", "held-every-why-but-older-than-basis", "held-any-value",
+        "held-without-drain-no-alternative", "split-brain-any-value",
+    ],
+)
+def test_the_unit_tests_fail_against_a_wrong_active_held_or_split_brain_rule(chart, promtool, tmp_path, alert, change, failing):
+    wrong = rules(chart)
+    (rule,) = [r for g in wrong["groups"] for r in g["rules"] if r.get("alert") == alert]
+    changed = change(rule["expr"])
+    assert changed != rule["expr"]
+    rule["expr"] = changed
+    (tmp_path / "rules.yml").write_text(yaml.safe_dump(wrong))
+    shutil.copy(TESTS, tmp_path / TESTS.name)
+    out = subprocess.run([promtool, "test", "rules", TESTS.name], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert out.returncode != 0
+    assert f"name: {failing}," in out.stdout + out.stderr, out.stdout + out.stderr

@@ -33,6 +33,12 @@ SCHEMA_CASES = [
     ("log-level-directive", hf(logLevel="hub_follower=debug,info"), "/logLevel", "one of"),
     ("confirm-interval-no-unit", hf(confirmInterval="1"), "/confirmInterval", "does not match pattern"),
     ("confirm-interval-fraction", hf(confirmInterval="0.5s"), "/confirmInterval", "does not match pattern"),
+    ("dead-hub-after-no-unit", hf(deadHubAfter="180"), "/deadHubAfter", "does not match pattern"),
+    ("dead-hub-after-number", hf(deadHubAfter=180), "/deadHubAfter", "want string"),
+    ("split-brain-window-words", hf(splitBrainWindow="5 minutes"), "/splitBrainWindow", "does not match pattern"),
+    ("split-brain-window-negative", hf(splitBrainWindow="-5m"), "/splitBrainWindow", "does not match pattern"),
+    ("default-after-fraction", hf(defaultAfter="0.5m"), "/defaultAfter", "does not match pattern"),
+    ("default-after-number", hf(defaultAfter=30), "/defaultAfter", "want string"),
     ("watch-enabled-string", hf(watch={"enabled": "false"}), "/watch/enabled", "want boolean"),
     ("watch-timeout-number", hf(watch={"timeout": 290}), "/watch/timeout", "want string"),
     ("watch-timeout-words", hf(watch={"timeout": "290 seconds"}), "/watch/timeout", "does not match pattern"),
@@ -122,6 +128,9 @@ TEMPLATE_CASES = [
     ("watch-timeout-off-too", hf(watch={"enabled": False, "timeout": "5m"}), "hubFollower.watch.timeout", "between 1s and 295s"),
     ("watched-poll-shorter", hf(watch={"watchedPollInterval": "5s"}), "hubFollower.watch.watchedPollInterval", '"5s" must not be shorter than hubFollower.pollInterval ("10s")'),
     ("watched-poll-below-long-poll", hf(pollInterval="3m"), "hubFollower.watch.watchedPollInterval", '"2m" must not be shorter than hubFollower.pollInterval ("3m")'),
+    ("dead-hub-not-longer", hf(deadHubAfter="10s"), "hubFollower.deadHubAfter", '"10s" must be longer than hubFollower.pollInterval ("10s")'),
+    ("dead-hub-zero", hf(deadHubAfter="0s"), "hubFollower.deadHubAfter", "must be longer than hubFollower.pollInterval"),
+    ("dead-hub-below-long-poll", hf(pollInterval="3m", watch={"watchedPollInterval": "3m"}), "hubFollower.deadHubAfter", '"3m" must be longer than hubFollower.pollInterval ("3m")'),
     ("watched-poll-zero", hf(pollInterval="1s", probeTimeout="500ms", confirmInterval="1s", watch={"watchedPollInterval": "0s"}), "hubFollower.watch.watchedPollInterval", "longer than zero"),
     ("secret-without-endpoint", hf(secondary={"endpoint": ""}), "hubFollower.secondary.secretName", "hubFollower.secondary.endpoint is empty"),
     ("kill-after-zero", hf(restart={"killAfter": "0ms"}), "hubFollower.restart.killAfter", "longer than zero"),
@@ -168,6 +177,9 @@ def test_template_rejects_inconsistent_values_naming_the_field(chart, values, fi
         (hf(exec={"wait": "2 minutes"}), "hubFollower.exec.wait"),
         (hf(restart={"mode": "liveness", "livenessFailFor": "90"}), "hubFollower.restart.livenessFailFor"),
         (hf(confirmInterval="1.5s"), "hubFollower.confirmInterval"),
+        (hf(deadHubAfter="3 minutes"), "hubFollower.deadHubAfter"),
+        (hf(splitBrainWindow="5"), "hubFollower.splitBrainWindow"),
+        (hf(defaultAfter="0.5m"), "hubFollower.defaultAfter"),
         (hf(watch={"timeout": "290"}), "hubFollower.watch.timeout"),
     ],
 )
@@ -186,6 +198,7 @@ def test_durations_are_checked_even_when_schema_validation_is_skipped(tmp_path, 
     [
         (hf(confirmInterval="15s"), "hubFollower.confirmInterval", "must not be longer than hubFollower.pollInterval"),
         (hf(pollInterval="3s"), "hubFollower.probeTimeout", "must be shorter than hubFollower.pollInterval"),
+        (hf(deadHubAfter="5s"), "hubFollower.deadHubAfter", "must be longer than hubFollower.pollInterval"),
         (hf(watch={"timeout": "300s"}), "hubFollower.watch.timeout", "between 1s and 295s"),
         # A string would reach HUB_WATCH as something the binary may not read as meant.
         (hf(watch={"enabled": "yes"}), "hubFollower.watch.enabled", "must be true or false"),
@@ -238,8 +251,11 @@ def test_exit_codes_at_the_bounds_reach_the_rule_and_the_env(chart, code):
         hf(watch={"timeout": "295s"}),
         hf(watch={"timeout": "4m55s"}),
         hf(watch={"enabled": False}),
+        hf(deadHubAfter="10001ms"),  # just longer than pollInterval
+        hf(splitBrainWindow="0s", defaultAfter="0s"),  # no limit; at once
     ],
-    ids=["confirm-equals-poll", "minute-poll", "ms-units", "confirm-below-probe", "watch-1s", "watch-295s", "watch-4m55s", "watch-off"],
+    ids=["confirm-equals-poll", "minute-poll", "ms-units", "confirm-below-probe", "watch-1s", "watch-295s", "watch-4m55s", "watch-off",
+         "dead-hub-just-above-poll", "split-brain-and-default-zero"],
 )
 def test_boundary_values_the_binary_accepts_render(chart, values):
     r = chartkit.render(chart, values)

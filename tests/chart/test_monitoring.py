@@ -25,7 +25,14 @@ ALERTS = {
     "HubFollowerSwitchFlapping",
     "HubFollowerWatchDown",
     "HubFollowerOverrideRefused",
+    "HubFollowerActiveHubUnreachable",
+    "HubFollowerSwitchHeld",
+    "HubFollowerSplitBrain",
 }
+# kubeslice_worker_hub_switch_held's `why`s, every one pre-created; HubFollowerSwitchHeld
+# is about the ones that need an operator.
+HELD_WHYS = {"older_than_basis", "unauthenticated", "pinned_hub_unreachable", "drain_no_alternative", "split_brain"}
+ALERTED_WHYS = {"unauthenticated", "pinned_hub_unreachable", "drain_no_alternative"}
 
 # The parts of the prometheus-operator PrometheusRule CRD (monitoring.coreos.com/v1)
 # that these rules use, including its duration pattern.
@@ -126,9 +133,16 @@ def test_rule_matches_the_crd_schema(rendered):
     assert rule["metadata"]["labels"]["release"] == "kube-prometheus-stack"
 
 
-def test_the_six_alerts_are_there(rendered):
+def test_the_nine_alerts_are_there(rendered):
     _, alerts = rules(rendered)
     assert set(alerts) == ALERTS
+    assert len(ALERTS) == 9
+    assert alerts["HubFollowerActiveHubUnreachable"]["for"] == "1m"
+    assert alerts["HubFollowerActiveHubUnreachable"]["labels"]["severity"] == "critical"
+    assert alerts["HubFollowerSwitchHeld"]["for"] == "2m"
+    assert alerts["HubFollowerSwitchHeld"]["labels"]["severity"] == "warning"
+    assert alerts["HubFollowerSplitBrain"]["for"] == "1m"
+    assert alerts["HubFollowerSplitBrain"]["labels"]["severity"] == "critical"
     assert alerts["HubFollowerSecondaryHubUnreachable"]["for"] == "10m"
     assert alerts["HubFollowerOverrideRefused"]["for"] == "5m"
     assert alerts["HubFollowerOverrideRefused"]["labels"]["severity"] == "warning"
@@ -162,6 +176,9 @@ def test_alerts_are_valid_promql_on_exported_metrics_and_labels(rendered):
             if "outcome" in matchers:
                 op, value = matchers["outcome"]
                 assert op == "Re" and set(value.split("|")) <= RESTART_OUTCOMES, name
+            if "why" in matchers:
+                op, value = matchers["why"]
+                assert op == "Re" and set(value.split("|")) <= HELD_WHYS, name
     # The unreachable alert selects hubs by role (the active gauge), never by name.
     unreachable = selectors(alerts["HubFollowerSecondaryHubUnreachable"]["expr"])
     assert unreachable == [
@@ -174,6 +191,113 @@ def test_alerts_are_valid_promql_on_exported_metrics_and_labels(rendered):
     (restarts,) = selectors(alerts["HubFollowerWorkerRestartUnverified"]["expr"])
     assert "unverified" in restarts[1]["outcome"][1].split("|")
     assert [m for m, _ in selectors(alerts["HubFollowerSwitchFlapping"]["expr"])] == ["kubeslice_worker_hub_switches_total"]
+
+
+def filter_on(tree, op: str, metric: str, value: float) -> None:
+    """tree is `metric <op> value` (in parentheses or not), a filter, not `<op> bool`."""
+    tree = tree.expr if isinstance(tree, promql_parser.ParenExpr) else tree
+    assert isinstance(tree, promql_parser.BinaryExpr) and str(tree.op) == op, tree
+    assert tree.modifier is None or not tree.modifier.return_bool
+    assert isinstance(tree.lhs, promql_parser.VectorSelector) and tree.lhs.name == metric
+    assert isinstance(tree.rhs, promql_parser.NumberLiteral) and tree.rhs.val == value
+
+
+def test_active_hub_alert_is_about_the_hub_the_worker_is_on(rendered):
+    _, alerts = rules(rendered)
+    alert = alerts["HubFollowerActiveHubUnreachable"]
+    tree = promql_parser.parse(alert["expr"])
+    # (time() - last_probe_success > STALE) and (active == 1): a plain one-to-one `and`,
+    # matched on `hub` and the target labels, which both series have.
+    assert isinstance(tree, promql_parser.BinaryExpr) and str(tree.op) == "and"
+    matching = tree.modifier.matching if tree.modifier else None
+    assert matching is None or (str(matching.type).endswith("Exclude") and not list(matching.labels))
+    filter_on(tree.rhs, "==", "kubeslice_worker_hub_active", 1)
+    assert [n.name for n in nodes(tree.lhs, promql_parser.VectorSelector)] == [
+        "kubeslice_worker_hub_last_probe_success_timestamp_seconds"
+    ]
+    # A timestamp of 0 (never succeeded) is old, so it counts.
+    assert alert["expr"].startswith("(time() - kubeslice_worker_hub_last_probe_success_timestamp_seconds) > 60\n")
+    assert "{{ $labels.hub }}" in alert["annotations"]["summary"]
+    assert "in the last 60s, and that has held for 1m." in alert["annotations"]["description"]
+    assert "deadHubAfter (3m)" in alert["annotations"]["description"]
+    assert alert["annotations"]["runbook_url"].endswith("#hubfolloweractivehubunreachable")
+
+
+def seconds(duration: str) -> int:
+    unit = {"s": 1, "m": 60, "h": 3600}
+    return sum(int(n) * unit[u] for n, u in re.findall(r"([0-9]+)(h|m|s)", duration))
+
+
+def test_active_hub_alert_fires_before_the_dead_hub_bound_at_the_defaults(rendered):
+    # Stale 60s after the last successful probe, seen at most one evaluation later (30s,
+    # the Prometheus Operator's default evaluationInterval), then `for` 1m: 2m30s at the
+    # latest, before deadHubAfter (counted from the first failed read, after that
+    # probe) lets a claim that is not fresher move the worker.
+    _, alerts = rules(rendered)
+    alert = alerts["HubFollowerActiveHubUnreachable"]
+    stale = int(re.search(r"> ([0-9]+)\n", alert["expr"]).group(1))
+    dead = chartkit.env(rendered.sidecar)["HUB_DEAD_HUB_AFTER"]
+    assert dead == "3m"
+    evaluation = 30
+    assert stale + evaluation + seconds(alert["for"]) < seconds(dead), (stale, alert["for"], dead)
+
+
+def test_switch_held_alert_leaves_out_the_holds_that_are_no_fault(rendered):
+    _, alerts = rules(rendered)
+    alert = alerts["HubFollowerSwitchHeld"]
+    filter_on(promql_parser.parse(alert["expr"]), "==", "kubeslice_worker_hub_switch_held", 1)
+    ((metric, matchers),) = selectors(alert["expr"])
+    op, value = matchers["why"]
+    # older_than_basis is the steady state after a failover while the old hub keeps its
+    # stale claim; split_brain is HubFollowerSplitBrain's.
+    assert op == "Re" and set(value.split("|")) == ALERTED_WHYS == HELD_WHYS - {"older_than_basis", "split_brain"}
+    annotations = alert["annotations"]
+    assert "{{ $labels.why }}" in annotations["summary"]
+    for text in ("why: {{ $labels.why }}", "/status .held", "HubSwitchHeld", " for 2m,"):
+        assert text in annotations["description"], text
+    assert annotations["runbook_url"].endswith("#hubfollowerswitchheld")
+
+
+def test_split_brain_alert_names_the_window_the_pin_and_the_event(rendered):
+    _, alerts = rules(rendered)
+    alert = alerts["HubFollowerSplitBrain"]
+    filter_on(promql_parser.parse(alert["expr"]), "==", "kubeslice_worker_hub_split_brain", 1)
+    description = alert["annotations"]["description"]
+    for text in ("same epoch", "splitBrainWindow (5m)", "hub-follower.kubeslice.io/pin", "until the controllers agree", "HubSplitBrain"):
+        assert text in description, text
+    assert alert["annotations"]["runbook_url"].endswith("#hubfollowersplitbrain")
+
+
+def test_new_alerts_follow_their_for_and_the_sidecar_settings(chart):
+    r = chartkit.render(chart, chartkit.hf(
+        deadHubAfter="10m", splitBrainWindow="15m",
+        metrics={"prometheusRule": {"enabled": True, "for": {"activeHubUnreachable": "3m", "switchHeld": "10m", "splitBrain": "5m"}}},
+    ))
+    _, alerts = rules(r)
+    assert alerts["HubFollowerActiveHubUnreachable"]["for"] == "3m"
+    assert "held for 3m." in alerts["HubFollowerActiveHubUnreachable"]["annotations"]["description"]
+    assert "deadHubAfter (10m)" in alerts["HubFollowerActiveHubUnreachable"]["annotations"]["description"]
+    assert alerts["HubFollowerSwitchHeld"]["for"] == "10m"
+    assert " for 10m," in alerts["HubFollowerSwitchHeld"]["annotations"]["description"]
+    assert alerts["HubFollowerSplitBrain"]["for"] == "5m"
+    assert "splitBrainWindow (15m)" in alerts["HubFollowerSplitBrain"]["annotations"]["description"]
+    assert alerts["HubFollowerSecondaryHubUnreachable"]["for"] == "10m"
+
+
+@pytest.mark.parametrize("key", ["activeHubUnreachable", "switchHeld", "splitBrain"])
+@pytest.mark.parametrize("bad", ["5", "five minutes", "-5m", "500ms"])
+def test_new_for_values_must_be_durations(chart, key, bad):
+    with pytest.raises(Exception, match=key):
+        chartkit.render(chart, chartkit.hf(metrics={"prometheusRule": {"enabled": True, "for": {key: bad}}}))
+
+
+def test_split_brain_alert_without_overrides_does_not_advise_a_pin(chart):
+    # Without the overrides volume the sidecar reads no pin: the advice is the controllers'.
+    off = chartkit.render(chart, chartkit.hf(metrics={"prometheusRule": {"enabled": True}}, overrides={"enabled": False}))
+    _, alerts = rules(off)
+    description = alerts["HubFollowerSplitBrain"]["annotations"]["description"]
+    assert "hub-follower.kubeslice.io/pin" not in description
+    assert "leader election" in description and "overrides.enabled" in description and "HubSplitBrain" in description
 
 
 def test_watch_alert_needs_a_watch_down_on_a_hub_that_answers(rendered):
@@ -314,6 +438,9 @@ def test_windows_follow_the_poll_interval(chart):
     # Three polls of "recent", six polls of rate window.
     assert "[360s]" in expr and "< 180" in expr
     selectors(expr)
+    active = alerts["HubFollowerActiveHubUnreachable"]
+    assert "> 180\n" in active["expr"]
+    assert "in the last 180s," in active["annotations"]["description"]
 
 
 def test_runbook_links_resolve_to_docs_sections(rendered):

@@ -240,6 +240,9 @@ def test_settings_reach_the_sidecar_env(chart):
             probeTimeout="4s",
             confirmations=5,
             confirmInterval="2s",
+            deadHubAfter="4m30s",
+            splitBrainWindow="10m",
+            defaultAfter="45s",
             watch={"timeout": "120s"},
             logFormat="text",
             logLevel="debug",
@@ -254,6 +257,9 @@ def test_settings_reach_the_sidecar_env(chart):
     assert e["HUB_PROBE_TIMEOUT"] == "4s"
     assert e["HUB_SWITCH_CONFIRMATIONS"] == "5"
     assert e["HUB_CONFIRM_INTERVAL"] == "2s"
+    assert e["HUB_DEAD_HUB_AFTER"] == "4m30s"
+    assert e["HUB_SPLIT_BRAIN_WINDOW"] == "10m"
+    assert e["HUB_DEFAULT_AFTER"] == "45s"
     assert e["HUB_WATCH"] == "true"
     assert e["HUB_WATCH_TIMEOUT"] == "120s"
     assert e["HUB_FOLLOWER_LOG_FORMAT"] == "text"
@@ -295,6 +301,7 @@ def test_new_settings_default_to_the_binary_defaults(chart):
     e = env(chartkit.render(chart).sidecar)
     assert (e["HUB_CONFIRM_INTERVAL"], e["HUB_WATCH"], e["HUB_WATCH_TIMEOUT"]) == ("1s", "true", "120s")
     assert e["HUB_WATCHED_POLL_INTERVAL"] == "2m"
+    assert (e["HUB_DEAD_HUB_AFTER"], e["HUB_SPLIT_BRAIN_WINDOW"], e["HUB_DEFAULT_AFTER"]) == ("3m", "5m", "30s")
     assert e["RUST_LOG"] == "info"
 
 

@@ -1,10 +1,12 @@
 """The release pipeline that makes the image (.github/workflows/release.yml), checked with
-the real actionlint, built from the Go module pinned in tests/k8s/lint; and the chart's
-default image tag, which must be the release's version."""
+the real actionlint, built from the Go module pinned in tests/k8s/lint, and audited with
+zizmor (tests/image/requirements.txt); and the chart's default image tag, which must be the
+release's version."""
 
 import re
 import shutil
 import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -12,7 +14,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKFLOW = ROOT / ".github" / "workflows" / "release.yml"
+DEPENDABOT = ROOT / ".github" / "dependabot.yml"
 ACTIONLINT = ROOT / "target" / "tools" / "actionlint"
+ZIZMOR = Path(sys.executable).parent / "zizmor"
 
 
 @pytest.fixture(scope="module")
@@ -44,6 +48,47 @@ def test_actionlint_catches_a_broken_workflow(actionlint, tmp_path):
     r = lint(actionlint, broken)
     assert r.returncode != 0
     assert "biuld" in r.stdout and "run-on" in r.stdout, r.stdout
+
+
+@pytest.fixture(scope="module")
+def zizmor() -> Path:
+    if not ZIZMOR.exists():
+        pytest.skip(f"no zizmor next to {sys.executable}: pip install -r tests/image/requirements.txt")
+    return ZIZMOR
+
+
+def audit(zizmor: Path, *paths: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([str(zizmor), "--offline", "--no-progress", "--color", "never", *map(str, paths)],
+                          capture_output=True, text=True, cwd=ROOT)
+
+
+def test_the_workflows_and_dependabot_config_pass_zizmor(zizmor):
+    r = audit(zizmor, WORKFLOW.parent, DEPENDABOT)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_zizmor_catches_a_broken_workflow(zizmor, tmp_path):
+    # The auditor is real: an action back on a tag and a checkout that keeps its credentials
+    # are both reported.
+    broken = tmp_path / ".github" / "workflows" / "release.yml"
+    broken.parent.mkdir(parents=True)
+    text, pins = re.subn(r"docker/login-action@[0-9a-f]{40} # (v\S+)", r"docker/login-action@\1", WORKFLOW.read_text())
+    assert pins == 1
+    assert "        with:\n          persist-credentials: false\n" in text
+    broken.write_text(text.replace("        with:\n          persist-credentials: false\n", "", 1))
+    r = audit(zizmor, broken.parent)
+    assert r.returncode != 0
+    assert "unpinned-uses" in r.stdout and "artipacked" in r.stdout, r.stdout + r.stderr
+
+
+def test_every_action_is_pinned_to_a_commit_and_dependabot_keeps_the_pins_current():
+    uses = re.findall(r"^\s*(?:- )?uses: (.*)$", WORKFLOW.read_text(), re.M)
+    assert uses
+    for use in uses:
+        assert re.fullmatch(r"[\w.-]+/[\w.-]+@[0-9a-f]{40} # v\d+\.\d+\.\d+", use), use
+    config = DEPENDABOT.read_text()
+    assert "package-ecosystem: github-actions" in config
+    assert "interval: weekly" in config
 
 
 def test_the_workflow_builds_multi_arch_pushes_by_digest_and_attaches_an_sbom_and_a_signature():

@@ -286,12 +286,12 @@ def test_killing_the_sidecar_leaves_the_worker_alone(deploy, native):
 
 
 def test_a_native_sidecar_holds_the_worker_until_its_readyz_answers(deploy, hubs):
-    # With both hubs frozen, the first round waits out the probe timeout: the sidecar runs
-    # for seconds before it publishes a decision and /readyz answers 200.
+    # With both hubs frozen, no hub names the Active: the sidecar publishes the primary only
+    # once defaultAfter has passed (rule 12), and /readyz answers 200 only then.
     for hub in hubs:
         hub.cp.apiserver.freeze()
     try:
-        pod = deploy("signal", True, wait_ready=False)
+        pod = deploy("signal", True, extra={"defaultAfter": "5s"}, wait_ready=False)
         wait_for("the sidecar running", lambda: "running" in pod.container("hub-follower").get("state", {}), 60, every=0.2)
         wait_for("the worker running", lambda: "running" in pod.container("manager").get("state", {}), 60, every=0.2)
     finally:
@@ -299,8 +299,8 @@ def test_a_native_sidecar_holds_the_worker_until_its_readyz_answers(deploy, hubs
             hub.cp.apiserver.thaw()
     sidecar_started = datetime.fromisoformat(pod.container("hub-follower")["state"]["running"]["startedAt"].replace("Z", "+00:00")).timestamp()
     worker_started = datetime.fromisoformat(pod.container("manager")["state"]["running"]["startedAt"].replace("Z", "+00:00")).timestamp()
-    # The default probe timeout is 3 s: a worker started with the sidecar would be seconds early.
-    assert worker_started - sidecar_started >= 3, (sidecar_started, worker_started)
+    # defaultAfter is 5 s: a worker started with the sidecar would be seconds early.
+    assert worker_started - sidecar_started >= 5, (sidecar_started, worker_started)
     for hub in hubs:
         hub.cp.wait_ready()
 

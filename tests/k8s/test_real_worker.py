@@ -369,8 +369,14 @@ class TestOnePod:
         a, b = hubs
         assert pod.worker_hub() == "secondary" and pod.restarts("manager") == 1, "the worker is not on B after one restart"
         t0 = time.time()
+        # A is promoted again, and B's controller, now Standby, mirrors A's claim on B. The
+        # worker erases that within milliseconds, but the sidecar's watch sees it: B no longer
+        # claims itself, so this is a failback, not a split brain held for its window (rule 11).
         a.claim(a.cp.endpoint, A_ID)
+        b.claim(a.cp.endpoint, A_ID)
         wait_for("the worker restarted onto A", lambda: pod.restarts("manager") == 2 and pod.worker_hub() == "primary", 240, every=0.5)
+        assert pod.metric("kubeslice_worker_hub_split_brain") == 0
+        assert pod.metric("kubeslice_worker_hub_switches_held_total", why="split_brain") == 0
         started = pod.manager_started()
         wait_for("the worker's first write on hub A", lambda: status_writes(a, t0), 120, every=0.2)
         pod.cp.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "proof-d"}})

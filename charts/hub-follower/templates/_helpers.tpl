@@ -348,6 +348,10 @@ project namespace) are checked where hub-follower.primaryEnv resolves them.
 {{- range $name := list "jitter" "cooldown" -}}
 {{- $_ := include "hub-follower.durationMs" (list (printf "restart.%s" $name) (index $hf.restart $name)) -}}
 {{- end -}}
+{{- /* splitBrainWindow and defaultAfter may be 0s (no limit; at once). */ -}}
+{{- range $name := list "splitBrainWindow" "defaultAfter" -}}
+{{- $_ := include "hub-follower.durationMs" (list $name (index $hf $name)) -}}
+{{- end -}}
 {{- $poll := include "hub-follower.durationMs" (list "pollInterval" $hf.pollInterval) | int64 -}}
 {{- $probe := include "hub-follower.durationMs" (list "probeTimeout" $hf.probeTimeout) | int64 -}}
 {{- if ge $probe $poll -}}
@@ -371,6 +375,10 @@ off); here they fail before a pod crash-loops. */ -}}
 {{- $watched := include "hub-follower.durationMs" (list "watch.watchedPollInterval" $hf.watch.watchedPollInterval) | int64 -}}
 {{- if lt $watched $poll -}}
 {{- fail (printf "hubFollower.watch.watchedPollInterval: %q must not be shorter than hubFollower.pollInterval (%q)" $hf.watch.watchedPollInterval $hf.pollInterval) -}}
+{{- end -}}
+{{- $deadHub := include "hub-follower.durationMs" (list "deadHubAfter" $hf.deadHubAfter) | int64 -}}
+{{- if le $deadHub $poll -}}
+{{- fail (printf "hubFollower.deadHubAfter: %q must be longer than hubFollower.pollInterval (%q): one missed read is no dead hub" $hf.deadHubAfter $hf.pollInterval) -}}
 {{- end -}}
 {{- range $p := $hf.workerPorts -}}
 {{- if eq ($p | int64) ($hf.port | int64) -}}
@@ -607,6 +615,12 @@ Takes $c. */}}
   value: {{ $hf.confirmations | int64 | quote }}
 - name: HUB_CONFIRM_INTERVAL
   value: {{ $hf.confirmInterval | quote }}
+- name: HUB_DEAD_HUB_AFTER
+  value: {{ $hf.deadHubAfter | quote }}
+- name: HUB_SPLIT_BRAIN_WINDOW
+  value: {{ $hf.splitBrainWindow | quote }}
+- name: HUB_DEFAULT_AFTER
+  value: {{ $hf.defaultAfter | quote }}
 - name: HUB_WATCH
   value: {{ ternary "true" "false" $hf.watch.enabled | quote }}
 - name: HUB_WATCH_TIMEOUT

@@ -23,6 +23,12 @@ does not fail over to a drained hub, and an operator who drains a hub expects it
 down. It fires again `for` after the drain ends if the hub still fails.
 HubFollowerOverrideRefused is rendered only with the overrides volume
 (hub-follower.overrides): without it the sidecar reads no pin or drain.
+HubFollowerActiveHubUnreachable is the other side of HubFollowerSecondaryHubUnreachable:
+the hub the worker is on (kubeslice_worker_hub_active == 1), matched to its probe series
+on every label (`hub` and the target labels). HubFollowerSwitchHeld leaves out the
+holds that are not a fault: older_than_basis is the steady state after a failover while
+the old hub keeps its stale claim (a dead hub under the worker is
+HubFollowerActiveHubUnreachable's), and split_brain is HubFollowerSplitBrain's.
 */}}
 {{- define "hub-follower.prometheusRule" -}}
 {{- $hf := .Values.hubFollower -}}
@@ -95,6 +101,31 @@ spec:
             summary: hub-follower has no usable hub.
             description: {{ `hub-follower in {{ $labels.namespace }}/{{ $labels.pod }} has no Active hub it can reach.` | quote }}
             runbook_url: {{ printf "%s#hubfollowernousablehub" $base }}
+        # The hub the worker is on (kubeslice_worker_hub_active == 1) has had no
+        # successful probe for more than {{ $stale }}s, including "never succeeded"
+        # (timestamp 0). Plain `and`: both series have `hub` and the same target labels,
+        # so one worker being on a hub does not make another worker's alert. At the
+        # defaults (60s stale, for.activeHubUnreachable 1m) it fires 2m after the last
+        # successful probe plus up to one evaluation interval (30s, the Prometheus
+        # Operator's default): 2m30s at the latest, before the sidecar's deadHubAfter
+        # (3m by default, counted from the first failed read) lets a claim of another hub
+        # by itself move the worker although it is not fresher than the current
+        # decision's. So the dead hub is alerted on before that move.
+        - alert: HubFollowerActiveHubUnreachable
+          expr: |
+            (time() - kubeslice_worker_hub_last_probe_success_timestamp_seconds) > {{ $stale }}
+            and
+            (kubeslice_worker_hub_active == 1)
+          for: {{ $rule.for.activeHubUnreachable }}
+          labels:
+            severity: critical
+            {{- with $rule.alertLabels }}
+            {{- toYaml . | nindent 12 }}
+            {{- end }}
+          annotations:
+            summary: {{ `hub-follower cannot reach the {{ $labels.hub }} hub, the one the worker is on.` | quote }}
+            description: {{ printf "No probe by {{ $labels.namespace }}/{{ $labels.pod }} of the {{ $labels.hub }} hub, the one its worker is on, has succeeded in the last %ds, and that has held for %s. Once that hub has failed every read for deadHubAfter (%s), a claim of another hub by itself moves the worker even if it is not fresher than the current decision's." ($stale | int64) $rule.for.activeHubUnreachable $hf.deadHubAfter | quote }}
+            runbook_url: {{ printf "%s#hubfolloweractivehubunreachable" $base }}
         # A restart after a switch that was not confirmed: the worker may still be
         # talking to the old hub.
         - alert: HubFollowerWorkerRestartUnverified
@@ -141,6 +172,46 @@ spec:
             summary: hub-follower switches hubs back and forth.
             description: {{ printf "hub-follower in {{ $labels.namespace }}/{{ $labels.pod }} switched hubs {{ $value | humanize }} times in %s." $rule.flappingWindow | quote }}
             runbook_url: {{ printf "%s#hubfollowerswitchflapping" $base }}
+        # A switch held back for for.switchHeld for a reason that needs an operator:
+        # unauthenticated, pinned_hub_unreachable, drain_no_alternative. Not
+        # older_than_basis (the steady state after a failover while the old hub keeps its
+        # stale claim; a dead hub under the worker is HubFollowerActiveHubUnreachable's)
+        # and not split_brain (HubFollowerSplitBrain's). The gauge is pre-created for
+        # every `why`; the alert has the `why` label.
+        - alert: HubFollowerSwitchHeld
+          expr: |
+            kubeslice_worker_hub_switch_held{why=~"unauthenticated|pinned_hub_unreachable|drain_no_alternative"} == 1
+          for: {{ $rule.for.switchHeld }}
+          labels:
+            severity: warning
+            {{- with $rule.alertLabels }}
+            {{- toYaml . | nindent 12 }}
+            {{- end }}
+          annotations:
+            summary: {{ `hub-follower holds a hub switch back ({{ $labels.why }}).` | quote }}
+            description: {{ printf "hub-follower in {{ $labels.namespace }}/{{ $labels.pod }} has held a hub switch back for %s, why: {{ $labels.why }}; the worker stays on its hub. The held switch is in /status .held and in the pod's HubSwitchHeld Event." $rule.for.switchHeld | quote }}
+            runbook_url: {{ printf "%s#hubfollowerswitchheld" $base }}
+        # Two hubs each claim themselves at the same epoch (the worker's own hub counted
+        # by the claim the worker erased), and that would move the worker: it moves at
+        # most once per splitBrainWindow. The fix is the controllers'; a pin holds the
+        # worker meanwhile (only with the overrides volume, which reads it).
+        - alert: HubFollowerSplitBrain
+          expr: |
+            kubeslice_worker_hub_split_brain == 1
+          for: {{ $rule.for.splitBrain }}
+          labels:
+            severity: critical
+            {{- with $rule.alertLabels }}
+            {{- toYaml . | nindent 12 }}
+            {{- end }}
+          annotations:
+            summary: hub-follower sees two hubs each claiming to be Active.
+            {{- if include "hub-follower.overrides" . }}
+            description: {{ printf "Two hubs each claim to be Active at the same epoch, seen by {{ $labels.namespace }}/{{ $labels.pod }} for %s. The worker moves at most once per splitBrainWindow (%s). Pin the right hub (hub-follower.kubeslice.io/pin annotation) until the controllers agree; see the pod's HubSplitBrain Event." $rule.for.splitBrain $hf.splitBrainWindow | quote }}
+            {{- else }}
+            description: {{ printf "Two hubs each claim to be Active at the same epoch, seen by {{ $labels.namespace }}/{{ $labels.pod }} for %s. The worker moves at most once per splitBrainWindow (%s). Fix the controllers' leader election (pin and drain are off: overrides.enabled is false); see the pod's HubSplitBrain Event." $rule.for.splitBrain $hf.splitBrainWindow | quote }}
+            {{- end }}
+            runbook_url: {{ printf "%s#hubfollowersplitbrain" $base }}
         {{- if include "hub-follower.overrides" . }}
         # A pin or drain annotation's value was refused (malformed, unknown_hub,
         # too_far, conflict) and has stayed refused for for.overrideRefused; a pin or
