@@ -3,12 +3,15 @@
 
 use serde::Serialize;
 
+pub mod credential;
+
 use crate::config::{Config, OutputFormat};
 use crate::handoff;
 use crate::hub::{probe_all, HubClient};
 use crate::resolver::Resolver;
 use crate::state::HubView;
 use crate::verdict::{HubId, Verdict};
+use credential::Advice;
 
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -27,6 +30,9 @@ pub struct HubReport {
     pub hub: HubId,
     #[serde(flatten)]
     pub view: HubView,
+    /// What is wrong with this hub's credential or registration, and how to fix it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub credential: Option<Advice>,
 }
 
 #[derive(Debug, Serialize)]
@@ -55,15 +61,32 @@ pub async fn run(config: &Config) -> Report {
             reason: d.reason.as_str(),
         })
     });
-    let hubs = probes
-        .iter()
-        .filter_map(|p| {
-            config.hub(p.hub).map(|h| HubReport {
-                hub: p.hub,
-                view: HubView::new(&h.raw_endpoint, p, now, None),
-            })
-        })
-        .collect();
+    let mut hubs = Vec::new();
+    for p in &probes {
+        let Some(h) = config.hub(p.hub) else {
+            continue;
+        };
+        let credential = match &p.verdict {
+            Verdict::Error(e) => {
+                // Only the token's expiry is read from it.
+                let token = tokio::fs::read_to_string(&h.token_file).await.ok();
+                credential::advise(
+                    h,
+                    e,
+                    &config.cluster_name,
+                    &config.namespace,
+                    token.as_deref(),
+                    now,
+                )
+            }
+            _ => None,
+        };
+        hubs.push(HubReport {
+            hub: p.hub,
+            view: HubView::new(&h.raw_endpoint, p, now, None),
+            credential,
+        });
+    }
     Report {
         hubs,
         decision,
@@ -103,6 +126,14 @@ pub fn render(report: &Report, format: OutputFormat) -> String {
                     v.endpoint,
                     v.latency_ms
                 ));
+                if let Some(a) = &h.credential {
+                    out.push_str(&format!(
+                        "{:<width$} {}: {}\n",
+                        "",
+                        a.problem.as_str(),
+                        a.fix
+                    ));
+                }
             }
             match &report.decision {
                 Some(d) => out.push_str(&format!(

@@ -54,13 +54,14 @@ pub struct Follower {
     watches: Vec<(HubId, watch::Receiver<WatchView>)>,
     /// Per hub, the number of the last claim its watch showed that the resolver was told of.
     witnessed: HashMap<HubId, u64>,
-    /// The last round left nothing that time alone could change: every hub answered, nothing
-    /// pending, held, stale, rejected or unpublished.
-    settled: bool,
-    /// One read at `--confirm-interval` after a pending switch was broken off by silence.
-    quick_retry: pace::QuickRetry,
-    /// The last round left something unfinished by silence: the next read comes soon.
-    retry_soon: bool,
+    /// The pace of the reads.
+    pacer: pace::Pacer,
+    /// The decision on disk, as this run last wrote or resumed it.
+    published: Option<Handoff>,
+    /// The switch held back, as shown in `/status`.
+    held: Option<crate::state::HeldView>,
+    /// Whether reads are relaxed to `--watched-poll-interval`, as last said.
+    relaxed: bool,
     /// The operator's pin and drain (`--override-dir`).
     overrides: Overrides,
     /// The pin or drain that made the decision in `unpublished`, as it stood then.
@@ -78,10 +79,6 @@ pub struct Follower {
 /// Follows the client a hub is read with (a rotated CA file builds a new one).
 pub type HubClients = watch::Receiver<Option<kube::Client>>;
 
-/// Rounds started by the watch are at least this far apart, so an event storm costs a bounded
-/// number of rounds (notifications that arrive meanwhile fold into one).
-const MIN_WATCH_SPACING: std::time::Duration = std::time::Duration::from_millis(200);
-
 impl Follower {
     pub fn new(config: Arc<Config>, metrics: Metrics, view: FollowerView) -> Self {
         let hubs = HubClient::for_config(&config);
@@ -93,6 +90,12 @@ impl Follower {
                 .poll_interval
                 .set(config.poll_interval.as_secs_f64());
         }
+        let pacer = pace::Pacer::new(
+            Instant::now(),
+            config.poll_interval,
+            config.watched_poll_interval,
+            config.confirm_interval,
+        );
         Self {
             config,
             hubs,
@@ -111,9 +114,10 @@ impl Follower {
             trigger: Arc::new(Notify::new()),
             watches: Vec::new(),
             witnessed: HashMap::new(),
-            settled: false,
-            quick_retry: pace::QuickRetry::default(),
-            retry_soon: false,
+            pacer,
+            published: None,
+            held: None,
+            relaxed: false,
             overrides,
             unpublished_by: None,
             override_unreadable: HashMap::new(),
@@ -147,7 +151,8 @@ impl Follower {
 
     /// Shows `handoff` as the published decision: on the status page, and to the restart side
     /// when its generation is new.
-    fn set_published(&self, handoff: Handoff) {
+    fn set_published(&mut self, handoff: Handoff) {
+        self.published = Some(handoff.clone());
         self.decisions.send_if_modified(|d| {
             let new = d.as_ref().map(|h| h.generation) != Some(handoff.generation);
             *d = Some(handoff.clone());
@@ -171,109 +176,79 @@ impl Follower {
             self.run_single_hub(shutdown).await;
             return;
         }
-        let mut next = Instant::now();
-        let mut last_start: Option<Instant> = None;
         if self.config.override_dir.is_some() {
             self.show_overrides();
         }
         loop {
-            let wake = self.next_expiry().map_or(next, |e| e.min(next));
-            let ticked = tokio::select! {
+            let poll_at = self.pacer.poll_at();
+            let wake = self.next_expiry().map_or(poll_at, |e| e.min(poll_at));
+            let woke = tokio::select! {
                 _ = shutdown.changed() => return,
-                _ = tokio::time::sleep_until(wake) => true,
-                _ = self.trigger.notified() => {
-                    // While a switch is pending, its confirming reads keep their spacing whatever
-                    // the watches say: N reads in quick succession would confirm a blip.
-                    let spacing = if self.resolver.pending().is_some() {
-                        self.config.confirm_interval.max(MIN_WATCH_SPACING)
-                    } else {
-                        MIN_WATCH_SPACING
-                    };
-                    if let Some(earliest) = last_start.map(|t| t + spacing) {
-                        tokio::select! {
-                            _ = shutdown.changed() => return,
-                            _ = tokio::time::sleep_until(earliest) => {}
-                        }
-                    }
-                    false
-                }
+                _ = tokio::time::sleep_until(wake) => pace::Wake::Timer,
+                _ = self.trigger.notified() => pace::Wake::News,
             };
-            // A pin or drain that began or ended is acted on now, whatever the pace of reads;
-            // while a switch is pending, its confirming reads keep their spacing.
+            // A pin or drain that began or ended is acted on now, whatever the pace of reads.
             let steered = self.read_overrides().await;
-            if steered && self.resolver.pending().is_some() {
-                if let Some(earliest) = last_start.map(|t| t + self.config.confirm_interval) {
+            let now = Instant::now();
+            let vouched = self.watches_vouch(now);
+            match self.pacer.on_wake(now, woke, steered, vouched) {
+                pace::Act::Sleep => continue,
+                pace::Act::Skip => {
+                    self.view.send_modify(|s| s.last_round = now);
+                    self.set_polling(true);
+                    continue;
+                }
+                pace::Act::ReadAt(at) => {
                     tokio::select! {
                         _ = shutdown.changed() => return,
-                        _ = tokio::time::sleep_until(earliest) => {}
+                        _ = tokio::time::sleep_until(at) => {}
                     }
+                    // What changed in the pin and drain files meanwhile goes into this round.
+                    self.read_overrides().await;
                 }
-            }
-            let now = Instant::now();
-            if ticked && !steered && now < next {
-                // Woken for an expiry the clock had not quite reached: wait on.
-                continue;
-            }
-            let reads = steered
-                || pace::tick_reads(
-                    now,
-                    last_start,
-                    self.may_relax(now),
-                    self.config.poll_interval,
-                    self.config.watched_poll_interval,
-                );
-            if ticked && !reads {
-                // The watches vouch for every hub and nothing waits on time: no read this tick.
-                // The loop is alive all the same.
-                self.view.send_modify(|s| s.last_round = now);
-                // After a long stall (a suspended process), the next tick is a poll interval
-                // from now, not a burst of overdue ones.
-                next += self.config.poll_interval;
-                if next <= now {
-                    next = now + self.config.poll_interval;
-                }
-                self.set_polling(true);
-                continue;
+                pace::Act::Read => {}
             }
             let started = Instant::now();
-            last_start = Some(started);
             let probes = tokio::select! {
                 _ = shutdown.changed() => return,
                 probes = probe_all(&mut self.hubs) => probes,
             };
-            self.round(&probes, !ticked).await;
+            let mut left = self.round(&probes, woke == pace::Wake::News).await;
             let took = (started.elapsed().as_secs_f64() * 1e6).round() / 1e3;
             tracing::debug!(took_ms = took, "round completed");
             self.view.send_modify(|s| s.last_round_ms = Some(took));
-            self.set_polling(self.may_relax(Instant::now()));
-            next = started + self.next_interval();
-            if self.retry_soon {
-                // A hub that answered 429 or 503 with Retry-After is not asked before then: the
-                // quick round waits for it, or it would find that hub silent again and be spent.
-                let paused = self.hubs.iter().filter_map(HubClient::paused_until).max();
-                next = pace::quick_retry_at(
-                    next,
-                    paused.map(Instant::from_std),
-                    started + self.config.poll_interval,
+            left.paused_until = self
+                .hubs
+                .iter()
+                .filter_map(HubClient::paused_until)
+                .max()
+                .map(Instant::from_std);
+            if let Some(unfinished) = self.pacer.round_done(started, left) {
+                let why = match unfinished {
+                    pace::Unfinished::News => "left a change the watch saw unread",
+                    pace::Unfinished::Streak(_) => "broke off the pending switch's confirmations",
+                };
+                tracing::info!(
+                    every = %humantime::format_duration(self.config.confirm_interval),
+                    "a hub did not answer and {why}: reading again at --confirm-interval, once"
                 );
             }
+            let relaxed = self.pacer.relaxed(self.watches_vouch(Instant::now()));
+            self.set_polling(relaxed);
         }
     }
 
-    /// Reads may relax: every hub's watch vouches for its hub, no switch is pending, and the
-    /// last round left nothing that time alone could change.
-    fn may_relax(&self, now: Instant) -> bool {
-        self.settled
-            && self.resolver.pending().is_none()
-            && !self.watches.is_empty()
-            && self.watches.iter().all(|(_, w)| w.borrow().vouches(now))
+    /// Every hub's watch vouches for its hub at `now`.
+    fn watches_vouch(&self, now: Instant) -> bool {
+        !self.watches.is_empty() && self.watches.iter().all(|(_, w)| w.borrow().vouches(now))
     }
 
     /// Shows whether reads are relaxed to `--watched-poll-interval`, on change.
-    fn set_polling(&self, relaxed: bool) {
-        if self.view.borrow().polling_relaxed == relaxed {
+    fn set_polling(&mut self, relaxed: bool) {
+        if self.relaxed == relaxed {
             return;
         }
+        self.relaxed = relaxed;
         let interval = if relaxed {
             tracing::info!(
                 every = %humantime::format_duration(self.config.watched_poll_interval),
@@ -291,21 +266,9 @@ impl Follower {
         self.view.send_modify(|s| s.polling_relaxed = relaxed);
     }
 
-    /// While a switch is pending, the confirming reads come quicker: the protection is the count
-    /// of consecutive agreeing reads, and waiting a whole poll interval between them only adds
-    /// to the outage. So does the one read after a streak broken off by silence
-    /// (`pace::QuickRetry`). If a round overran, the next one starts at once.
-    fn next_interval(&self) -> std::time::Duration {
-        if self.resolver.pending().is_some() || self.retry_soon {
-            self.config.confirm_interval
-        } else {
-            self.config.poll_interval
-        }
-    }
-
     /// With one hub there is nothing to decide: publish it and keep retrying only if that fails.
     async fn run_single_hub(mut self, mut shutdown: watch::Receiver<bool>) {
-        if self.view.borrow().ready() {
+        if self.published.is_some() {
             return wait(&mut shutdown).await;
         }
         self.unpublished = Some(Decision {
@@ -380,9 +343,9 @@ impl Follower {
         self.publish_pending().await;
     }
 
-    /// One round's verdicts through the rule, and the result out to disk, metrics, logs.
-    /// `watch_started`: a watch started this round, not the clock.
-    async fn round(&mut self, probes: &[Probe], watch_started: bool) {
+    /// One round's verdicts through the rule, and the result out to disk, metrics, logs; what
+    /// it left, for the pace. `watch_started`: a watch started this round, not the clock.
+    async fn round(&mut self, probes: &[Probe], watch_started: bool) -> pace::Left {
         let now = Timestamp::now();
         let verdicts: Vec<(HubId, &Verdict)> = probes.iter().map(|p| (p.hub, &p.verdict)).collect();
         let pending_before = self.resolver.pending().cloned();
@@ -409,28 +372,18 @@ impl Follower {
             })
             .collect();
         let settled = pace::settled(&answers, &step);
-        let unfinished = pace::unfinished(
-            pending_before.as_ref(),
-            self.resolver.pending(),
-            &step,
-            probes,
-            watch_started,
-        );
-        let settled_or_decided =
-            pace::gives_retries_back(settled, &step, self.resolver.pending().is_some());
-        self.retry_soon = self
-            .quick_retry
-            .after_round(unfinished.clone(), settled_or_decided);
-        if self.retry_soon {
-            let why = match unfinished {
-                Some(pace::Unfinished::News) => "left a change the watch saw unread",
-                _ => "broke off the pending switch's confirmations",
-            };
-            tracing::info!(
-                every = %humantime::format_duration(self.config.confirm_interval),
-                "a hub did not answer and {why}: reading again at --confirm-interval, once"
-            );
-        }
+        let mut left = pace::Left {
+            unfinished: pace::unfinished(
+                pending_before.as_ref(),
+                self.resolver.pending(),
+                &step,
+                probes,
+                watch_started,
+            ),
+            gives_back: pace::gives_retries_back(settled, &step, self.resolver.pending().is_some()),
+            pending: self.resolver.pending().is_some(),
+            ..pace::Left::default()
+        };
         let probes = answers;
         for probe in &probes {
             self.observe_probe(probe, now);
@@ -446,7 +399,6 @@ impl Follower {
                 }
             }
         });
-        self.settled = settled;
         self.note_rejections(&step.rejected, &probes);
         self.note_stale(&step.stale);
         let step_hub = step.decision.as_ref().map(|d| d.hub);
@@ -456,8 +408,8 @@ impl Follower {
             self.unpublished = Some(decision);
         }
         self.publish_pending().await;
-        self.settled &= self.unpublished.is_none();
-        self.refresh_basis().await;
+        let recorded = self.refresh_basis().await;
+        left.settled = settled && self.unpublished.is_none() && recorded;
         self.note_split_brain(step.split_brain, step.held.as_ref());
         self.note_dead_hub(
             step.dead_hub,
@@ -472,7 +424,7 @@ impl Follower {
         let pending = self.resolver.pending().cloned();
         if let Some(p) = pending
             .as_ref()
-            .filter(|p| self.view.borrow().pending.as_ref() != Some(*p))
+            .filter(|p| pending_before.as_ref() != Some(*p))
         {
             self.events.send(Fact::SwitchPending {
                 candidate: p.candidate.hub,
@@ -496,6 +448,7 @@ impl Follower {
             s.pending = pending;
             s.last_round = Instant::now();
         });
+        left
     }
 
     async fn publish_pending(&mut self) {
@@ -529,7 +482,7 @@ impl Follower {
                 if decision.reason == Reason::Switch {
                     self.metrics.switches.inc();
                     self.events.send(Fact::Switched {
-                        from: self.view.borrow().published.as_ref().map(|h| h.hub),
+                        from: self.published.as_ref().map(|h| h.hub),
                         to: handoff.hub,
                         endpoint: handoff.endpoint.clone(),
                         identity: handoff.identity.clone(),
@@ -572,20 +525,18 @@ impl Follower {
     /// Rewrites the published decision, same generation, when its basis moved forward: a
     /// restarted sidecar then resumes with the freshest claim seen for its hub. The restart
     /// side acts on new generations only, so this never moves the worker. A failed write is
-    /// retried next round.
-    async fn refresh_basis(&mut self) {
+    /// retried next round. `false` when that write failed.
+    async fn refresh_basis(&mut self) -> bool {
         if self.unpublished.is_some() {
-            return;
+            return true;
         }
         let basis = self.resolver.basis().map(Basis::of);
         let Some(published) = self
-            .view
-            .borrow()
             .published
             .clone()
             .filter(|h| h.basis != basis && Some(h.hub) == self.resolver.established())
         else {
-            return;
+            return true;
         };
         let handoff = Handoff { basis, ..published };
         match handoff::publish_in_background(&self.config.handoff_dir, &handoff).await {
@@ -595,12 +546,12 @@ impl Follower {
                     "the basis moved forward with a fresher claim for the published hub"
                 );
                 self.set_published(handoff);
+                true
             }
             Err(e) => {
                 self.metrics.handoff_write_errors.inc();
-                // The retry is the next round: keep it at --poll-interval.
-                self.settled = false;
                 tracing::warn!(error = %e, "could not record the fresher basis; retried next round");
+                false
             }
         }
     }

@@ -58,13 +58,7 @@ impl Outcome {
 }
 
 /// The `why` label of `kubeslice_worker_hub_switches_held_total`.
-pub const HOLD_REASONS: [&str; 5] = [
-    "older_than_basis",
-    "unauthenticated",
-    "pinned_hub_unreachable",
-    "drain_no_alternative",
-    "split_brain",
-];
+pub const HOLD_REASONS: [&str; 5] = crate::resolver::Hold::REASONS;
 
 /// The `reason` label of `kubeslice_worker_hub_events_failed_total`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

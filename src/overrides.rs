@@ -7,7 +7,10 @@
 //! - A value that cannot be taken is refused, visibly, and never ends one in effect: the last
 //!   good value stays until its own time, or until the file is emptied. A typo while editing
 //!   the annotation cannot move the worker.
-//! - A value whose time has passed is not refused: it has expired, and has no effect.
+//! - A value whose time has already passed when it is read is refused as `past`: a copied
+//!   example, or an annotation left on after its end, is said rather than silently ignored.
+//!   One that passes its time while in effect ends (expires), and is not refused when read
+//!   again.
 //! - A pin or drain ends by itself at its time, or when the value is removed or replaced.
 //!
 //! What a pin or drain does to the decision is the resolver's rule 9.
@@ -72,6 +75,8 @@ pub enum Refusal {
     TooFar,
     /// A pin and a drain name the same hub; the one read later is refused.
     Conflict,
+    /// The time had already passed when the value was read.
+    Past,
 }
 
 impl Refusal {
@@ -81,6 +86,7 @@ impl Refusal {
             Refusal::UnknownHub => "unknown_hub",
             Refusal::TooFar => "too_far",
             Refusal::Conflict => "conflict",
+            Refusal::Past => "past",
         }
     }
 }
@@ -131,11 +137,6 @@ pub enum Change {
     Refused {
         refused: Refused,
         kept: Option<Override>,
-    },
-    /// A well-formed value whose time had passed when it was read: no effect.
-    Past {
-        kind: Kind,
-        value: String,
     },
 }
 
@@ -224,10 +225,6 @@ impl Overrides {
             .map(|was| self.end(was, Ending::Replaced, now))
             .into_iter()
             .collect();
-        if until <= now {
-            changes.push(Change::Past { kind, value: shown });
-            return changes;
-        }
         let began = Override {
             kind,
             hub,
@@ -248,6 +245,12 @@ impl Overrides {
         now: Timestamp,
     ) -> Result<(HubId, Timestamp), (Refusal, String)> {
         let (hub, until) = parse(value, &self.hubs)?;
+        if until <= now {
+            return Err((
+                Refusal::Past,
+                format!("{until} has already passed on this clock ({now}); it would have no effect. Give a time ahead, or remove the annotation once a {kind} has ended"),
+            ));
+        }
         if until.duration_since(now) > MAX_AHEAD {
             return Err((
                 Refusal::TooFar,
@@ -579,18 +582,34 @@ mod tests {
     }
 
     #[test]
-    fn a_value_whose_time_has_passed_is_no_refusal_and_has_no_effect() {
+    fn a_value_whose_time_has_passed_is_refused_and_the_one_in_effect_stays() {
         let mut o = overrides();
-        let changes = o.read(Kind::Drain, &value("primary", -1), at(0));
-        assert!(matches!(
-            &changes[..],
-            [Change::Past {
-                kind: Kind::Drain,
-                ..
-            }]
-        ));
-        assert!(o.in_effect(Kind::Drain).is_none());
-        assert!(o.refused(Kind::Drain).is_none());
+        o.read(Kind::Drain, &value("secondary", 60), at(0));
+        let changes = o.read(Kind::Drain, &value("primary", -1), at(1));
+        let [Change::Refused { refused, kept }] = &changes[..] else {
+            panic!("{changes:?}")
+        };
+        assert_eq!(refused.reason, Refusal::Past);
+        assert!(refused.why.contains("already passed"), "{}", refused.why);
+        assert_eq!(kept.as_ref().map(|k| k.hub), Some(S));
+        assert_eq!(o.in_effect(Kind::Drain).map(|d| d.hub), Some(S));
+        assert_eq!(
+            o.refused(Kind::Drain).map(|r| r.reason),
+            Some(Refusal::Past)
+        );
+        // Said once: the same text read again changes nothing.
+        assert!(o.read(Kind::Drain, &value("primary", -1), at(2)).is_empty());
+    }
+
+    #[test]
+    fn a_value_that_ends_while_in_effect_is_not_refused_when_read_again() {
+        let mut o = overrides();
+        let pin = value("primary", 10);
+        o.read(Kind::Pin, &pin, at(0));
+        let ended = o.expire(at(10));
+        assert!(matches!(&ended[..], [Change::Ended(e)] if e.how == Ending::Expired));
+        assert!(o.read(Kind::Pin, &pin, at(11)).is_empty());
+        assert!(o.refused(Kind::Pin).is_none());
     }
 
     #[test]

@@ -209,6 +209,15 @@ pub enum Hold {
 }
 
 impl Hold {
+    /// Every value of [`Hold::reason`], so that each metric series exists from the start.
+    pub const REASONS: [&'static str; 5] = [
+        "older_than_basis",
+        "unauthenticated",
+        "pinned_hub_unreachable",
+        "drain_no_alternative",
+        "split_brain",
+    ];
+
     /// The `why` label of `kubeslice_worker_hub_switch_held` and `/status` `held.reason`.
     pub fn reason(&self) -> &'static str {
         match self {
@@ -1059,6 +1068,44 @@ mod tests {
             last_updated: when,
             epoch: None,
         })
+    }
+
+    #[test]
+    fn every_hold_reason_is_listed_for_the_metrics() {
+        let c = Claim {
+            endpoint: Endpoint::parse(A).unwrap(),
+            identity: None,
+            last_updated: at(0),
+            epoch: None,
+        };
+        let holds = [
+            Hold::NotFresherThanBasis {
+                claim: c.clone(),
+                basis: c.clone(),
+            },
+            Hold::OlderThanThirdHub {
+                claim: c.clone(),
+                newer: c,
+                names: P,
+            },
+            Hold::Unauthenticated(ErrorReason::Unauthorized),
+            Hold::PinnedHubUnreachable {
+                pinned: P,
+                reason: ErrorReason::Timeout,
+            },
+            Hold::DrainNoAlternative { drained: P },
+            Hold::SplitBrain {
+                established: P,
+                moved_at: Timestamp::UNIX_EPOCH,
+                until: Timestamp::UNIX_EPOCH,
+            },
+        ];
+        let mut seen: Vec<&str> = holds.iter().map(Hold::reason).collect();
+        seen.sort_unstable();
+        seen.dedup();
+        let mut listed = Hold::REASONS.to_vec();
+        listed.sort_unstable();
+        assert_eq!(seen, listed);
     }
 
     fn claim_epoch(endpoint: &str, epoch: u64, when: Option<Timestamp>) -> Verdict {

@@ -199,7 +199,7 @@ pub struct OverrideView {
 #[serde(rename_all = "camelCase")]
 pub struct RefusedView {
     pub value: String,
-    /// `malformed`, `unknown_hub`, `too_far` or `conflict`.
+    /// `malformed`, `unknown_hub`, `too_far`, `conflict` or `past`.
     pub reason: &'static str,
     pub why: String,
 }

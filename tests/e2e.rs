@@ -558,6 +558,60 @@ async fn check_reports_each_hub_and_the_decision() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn check_says_which_hubs_credential_is_wrong_and_how_to_fix_it() {
+    let hubs = Hubs::start().await;
+    hubs.both_claim(&hubs.primary, "ctrl-a");
+    let check = |hubs: &Hubs| {
+        let out = Command::new(support::binary())
+            .arg("check")
+            .args(hubs.args("10s", "2s", 3))
+            .arg("--output=json")
+            .output()
+            .unwrap();
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
+        (report, String::from_utf8_lossy(&out.stdout).into_owned())
+    };
+    // The Standby's token file holds the primary's token: the secondary refuses it.
+    let (primary_token, _) = hubs.creds("primary");
+    let (secondary_token, _) = hubs.creds("secondary");
+    std::fs::copy(&primary_token, &secondary_token).unwrap();
+    let (report, text) = check(&hubs);
+    assert!(report["hubs"][0].get("credential").is_none(), "{text}");
+    let secondary = &report["hubs"][1];
+    assert_eq!(secondary["reason"], "unauthorized", "{text}");
+    assert_eq!(secondary["credential"]["problem"], "refused", "{text}");
+    let fix = secondary["credential"]["fix"].as_str().unwrap();
+    for words in [
+        "secondary hub",
+        "kubeslice-worker-worker-1",
+        "-n kubeslice-acme get secret",
+    ] {
+        assert!(fix.contains(words), "{words:?} not in {fix}");
+    }
+    assert!(
+        !text.contains("primary-token-a1b2"),
+        "the token leaked: {text}"
+    );
+
+    // No token file at all.
+    std::fs::remove_file(&secondary_token).unwrap();
+    let (report, text) = check(&hubs);
+    assert_eq!(report["hubs"][1]["reason"], "credentials", "{text}");
+    assert_eq!(
+        report["hubs"][1]["credential"]["problem"], "missing",
+        "{text}"
+    );
+    assert!(
+        report["hubs"][1]["credential"]["fix"]
+            .as_str()
+            .unwrap()
+            .contains(&secondary_token.display().to_string()),
+        "{text}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn the_kubeconfig_is_valid_for_kubectl() {
     if Command::new("kubectl")
         .arg("version")

@@ -123,6 +123,16 @@ async fn on_a_dead_hub_the_worker_reaches_a_promoted_hub_that_publishes_no_epoch
 /// Both controllers claim their own hub at `epoch` and republish every 200 ms; a stand-in
 /// worker erases the claim on the hub the handoff names, as worker-operator v1.6.4 does.
 /// Returns the times (from `decidedAt`) of the first `switches` switches.
+/// Sets its flag when dropped: the stand-in controllers stop whatever the test's outcome, a
+/// failed assertion included.
+struct StopOnDrop(Arc<AtomicBool>);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
 async fn split_brain_switch_times(window: &str, epoch: Option<u64>, switches: u64) -> Vec<f64> {
     let hubs = Arc::new(Hubs::start().await);
     let a = hubs.primary.endpoint();
@@ -153,6 +163,7 @@ async fn split_brain_switch_times(window: &str, epoch: Option<u64>, switches: u6
             }
         })
     };
+    let stopping = StopOnDrop(stop);
     let mut times = Vec::new();
     let mut seen = 1;
     s.wait_until(
@@ -169,7 +180,7 @@ async fn split_brain_switch_times(window: &str, epoch: Option<u64>, switches: u6
             times.len() as u64 >= switches
         },
     );
-    stop.store(true, Ordering::Relaxed);
+    drop(stopping);
     controllers.join().unwrap();
     if window != "0s" {
         let st = s.status();

@@ -140,74 +140,54 @@ impl Follower {
     pub(super) fn note_held(&mut self, held: Option<Held>, now: Timestamp) {
         self.metrics.set_held(held.as_ref().map(|h| h.why.reason()));
         let Some(held) = held else {
-            if let Some(was) = self.view.borrow().held.as_ref() {
+            if let Some(was) = self.held.take() {
                 tracing::info!(candidate = %was.candidate, "no longer holding back a switch");
+                self.view.send_modify(|s| s.held = None);
             }
-            self.view.send_modify(|s| s.held = None);
             return;
         };
-        let (reason, why) = match &held.why {
-            Hold::NotFresherThanBasis { claim, basis } => (
-                "older_than_basis",
-                format!(
+        let reason = held.why.reason();
+        let why = match &held.why {
+            Hold::NotFresherThanBasis { claim, basis } => format!(
                     "its claim ({}) is not fresher than the claim the current decision rests on ({}); a hub that comes back with an old claim does not move the worker",
                     freshness_words(claim),
                     freshness_words(basis)
-                ),
             ),
             Hold::OlderThanThirdHub {
                 claim,
                 newer,
                 names,
-            } => (
-                "older_than_basis",
-                format!(
+            } => format!(
                     "its claim ({}) is older than a claim for the {names} hub seen since the last decision ({}); a hub that published the newest claim and went silent does not let an older claim move the worker",
                     freshness_words(claim),
                     freshness_words(newer)
-                ),
             ),
-            Hold::Unauthenticated(e) => (
-                "unauthenticated",
-                format!(
+            Hold::Unauthenticated(e) => format!(
                     "that hub refuses our credential ({e}), so the worker would be refused there too; check its token and CA with `hub-follower check`"
-                ),
             ),
-            Hold::PinnedHubUnreachable { pinned, reason: e } if *pinned == held.candidate.hub => (
-                "pinned_hub_unreachable",
-                format!(
+            Hold::PinnedHubUnreachable { pinned, reason: e } if *pinned == held.candidate.hub => format!(
                     "it is pinned, but its reads fail ({e}); the worker stays where it is and moves once the {pinned} hub has answered {} reads in a row, or follows the claims again once the pin is removed",
                     self.resolver.confirmations()
-                ),
             ),
-            Hold::PinnedHubUnreachable { pinned, reason: e } => (
-                "pinned_hub_unreachable",
-                format!(
+            Hold::PinnedHubUnreachable { pinned, reason: e } => format!(
                     "the worker is pinned to the {pinned} hub, whose reads fail ({e}); there is no failover while it is pinned: remove the pin (kubectl annotate pod … hub-follower.kubeslice.io/pin-) to follow the claims"
-                ),
             ),
-            Hold::DrainNoAlternative { drained } => (
-                "drain_no_alternative",
-                format!(
+            Hold::DrainNoAlternative { drained } => format!(
                     "the {drained} hub is drained, but no other hub answers; the worker stays on {drained} until one does"
-                ),
             ),
             Hold::SplitBrain {
                 established,
                 moved_at,
                 until,
-            } => (
-                "split_brain",
-                format!(
+            } => format!(
                     "split brain: it and the {established} hub each claim to be Active at the same epoch; the worker moved at {moved_at} and moves at most once per --split-brain-window, so not before {until}; pin the right hub to end it sooner"
-                ),
             ),
         };
         self.metrics
             .switches_held
             .with_label_values(&[reason])
             .inc();
-        let previous = self.view.borrow().held.clone();
+        let previous = self.held.take();
         let same = previous.as_ref().is_some_and(|p| {
             p.candidate == held.candidate.hub
                 && p.identity == held.candidate.identity
@@ -224,15 +204,15 @@ impl Follower {
                 now.to_string()
             }
         };
-        self.view.send_modify(|s| {
-            s.held = Some(HeldView {
-                candidate: held.candidate.hub,
-                identity: held.candidate.identity.clone(),
-                reason,
-                why,
-                since,
-            })
-        });
+        let shown = HeldView {
+            candidate: held.candidate.hub,
+            identity: held.candidate.identity.clone(),
+            reason,
+            why,
+            since,
+        };
+        self.held = Some(shown.clone());
+        self.view.send_modify(|s| s.held = Some(shown));
     }
 
     /// Shows a split brain in the gauge, and records an Event when one starts to hold a

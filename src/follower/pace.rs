@@ -1,5 +1,8 @@
-//! The pace of the reads: whether a tick reads the hubs, given what the watches vouch for and
-//! what the last round left. Pure; the loop in `follower.rs` asks with the clock's time.
+//! The pace of the reads, as one machine without IO: [`Pacer`]. Told when the loop wakes
+//! (its timer, or news from a watch), whether a pin or drain began or ended, and what each
+//! round left, it says whether to read the hubs now, later or not at all, and when to wake
+//! next ([`Pacer::poll_at`]). The loop in `follower.rs` sleeps, reads and publishes; every
+//! fact the pace depends on is here, and nothing is read back from a view.
 
 use std::time::Duration;
 
@@ -8,6 +11,169 @@ use tokio::time::Instant;
 use crate::hub::Probe;
 use crate::resolver::{Pending, Step};
 use crate::verdict::{HubId, Verdict};
+
+/// Rounds started by the watch are at least this far apart, so an event storm costs a bounded
+/// number of rounds (notifications that arrive meanwhile fold into one).
+const MIN_WATCH_SPACING: Duration = Duration::from_millis(200);
+
+/// Why the loop is awake.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Wake {
+    /// Its timer: [`Pacer::poll_at`], or the end of a pin or drain.
+    Timer,
+    /// A watch saw a claim change, or failed.
+    News,
+}
+
+/// What the loop does now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Act {
+    /// Read every hub now.
+    Read,
+    /// Read every hub at this time, not before: a pending switch's confirming reads, and
+    /// rounds started by the watch, keep their spacing whatever the watches say, since N
+    /// reads in quick succession would confirm a blip.
+    ReadAt(Instant),
+    /// A tick on which every hub's watch vouches for it and nothing waits on time: no read.
+    /// The loop is alive all the same.
+    Skip,
+    /// Woken before anything is due (for a pin's end the clock had not quite reached): sleep
+    /// on.
+    Sleep,
+}
+
+/// What a round left, as far as the pace is concerned.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Left {
+    /// Nothing in it waits on time ([`settled`]), and the decision is on disk.
+    pub settled: bool,
+    /// A switch is pending confirmation.
+    pub pending: bool,
+    /// What a hub's silence left unfinished ([`unfinished`]).
+    pub unfinished: Option<Unfinished>,
+    /// The round gives the quick retries back ([`gives_retries_back`]).
+    pub gives_back: bool,
+    /// When the last hub that asked for a pause (`Retry-After`) may be read again.
+    pub paused_until: Option<Instant>,
+}
+
+/// The pace of the reads. Reads come every `--poll-interval`; every `--confirm-interval`
+/// while a switch is pending, and once after a round that silence left unfinished; every
+/// `--watched-poll-interval` while every hub's watch vouches for its hub and the last round
+/// was settled. News from a watch, or a pin or drain that began or ended, starts a round at
+/// once, spaced as [`Act::ReadAt`] says.
+#[derive(Debug)]
+pub(super) struct Pacer {
+    poll: Duration,
+    watched: Duration,
+    confirm: Duration,
+    /// When the loop wakes next, absent news.
+    next_tick: Instant,
+    /// When the last read started.
+    last_read: Option<Instant>,
+    /// The last round was settled ([`Left::settled`]).
+    settled: bool,
+    /// A switch was pending after the last round.
+    pending: bool,
+    quick_retry: QuickRetry,
+}
+
+impl Pacer {
+    /// A pace whose first tick is `now`.
+    pub(super) fn new(now: Instant, poll: Duration, watched: Duration, confirm: Duration) -> Self {
+        Self {
+            poll,
+            watched,
+            confirm,
+            next_tick: now,
+            last_read: None,
+            settled: false,
+            pending: false,
+            quick_retry: QuickRetry::default(),
+        }
+    }
+
+    /// When the loop must wake next if no news comes.
+    pub(super) fn poll_at(&self) -> Instant {
+        self.next_tick
+    }
+
+    /// Whether reads are relaxed to `--watched-poll-interval`: every hub's watch vouches for
+    /// its hub (`vouched`), no switch is pending, and the last round left nothing that time
+    /// alone could change.
+    pub(super) fn relaxed(&self, vouched: bool) -> bool {
+        vouched && self.settled && !self.pending
+    }
+
+    /// The loop woke at `now` for `wake`; `steered` when a pin or drain began or ended, and
+    /// `vouched` when every hub's watch vouches for its hub.
+    pub(super) fn on_wake(
+        &mut self,
+        now: Instant,
+        wake: Wake,
+        steered: bool,
+        vouched: bool,
+    ) -> Act {
+        if wake == Wake::News || steered {
+            let mut spacing = if self.pending {
+                self.confirm
+            } else {
+                Duration::ZERO
+            };
+            if wake == Wake::News {
+                spacing = spacing.max(MIN_WATCH_SPACING);
+            }
+            return match self.last_read.map(|t| t + spacing).filter(|t| *t > now) {
+                Some(at) => Act::ReadAt(at),
+                None => Act::Read,
+            };
+        }
+        if now < self.next_tick {
+            return Act::Sleep;
+        }
+        if tick_reads(
+            now,
+            self.last_read,
+            self.relaxed(vouched),
+            self.poll,
+            self.watched,
+        ) {
+            return Act::Read;
+        }
+        // After a long stall (a suspended process), the next tick is a poll interval from
+        // now, not a burst of overdue ones.
+        self.next_tick += self.poll;
+        if self.next_tick <= now {
+            self.next_tick = now + self.poll;
+        }
+        Act::Skip
+    }
+
+    /// A round that started at `started` left `left`. Returns what silence left unfinished
+    /// when that earns one quick read at `--confirm-interval`.
+    pub(super) fn round_done(&mut self, started: Instant, left: Left) -> Option<Unfinished> {
+        self.last_read = Some(started);
+        self.settled = left.settled;
+        self.pending = left.pending;
+        let quick = self
+            .quick_retry
+            .after_round(left.unfinished.clone(), left.gives_back);
+        // While a switch is pending, the confirming reads come quicker: the protection is the
+        // count of consecutive agreeing reads, and waiting a whole poll interval between them
+        // only adds to the outage. If a round overran, the next one starts at once.
+        self.next_tick = if self.pending || quick {
+            started + self.confirm
+        } else {
+            started + self.poll
+        };
+        if quick {
+            // A hub that answered 429 or 503 with Retry-After is not asked before then: the
+            // quick round waits for it, or it would find that hub silent again and be spent.
+            self.next_tick = quick_retry_at(self.next_tick, left.paused_until, started + self.poll);
+        }
+        left.unfinished.filter(|_| quick)
+    }
+}
 
 /// A round left nothing that time alone could change: every hub answered, and nothing was
 /// decided, held, rejected or older than the basis, and the startup default is not waiting. A held claim whose controller clock
@@ -28,7 +194,7 @@ pub(super) fn settled(probes: &[Probe], step: &Step) -> bool {
 /// vouches for its hub, the last round was settled, no switch is pending). Then only once the
 /// last read is `watched` old, counted to the nearest tick, since ticks come every `poll` and
 /// a timer is never exact.
-pub(super) fn tick_reads(
+fn tick_reads(
     now: Instant,
     last_read: Option<Instant>,
     may_relax: bool,
@@ -79,16 +245,12 @@ pub(super) fn unfinished(
 /// which keeps failing is not read at `--confirm-interval` for as long as it fails; a round
 /// that settles, or a decision, gives the retry back.
 #[derive(Debug, Default)]
-pub(super) struct QuickRetry {
+struct QuickRetry {
     spent: Vec<Unfinished>,
 }
 
 impl QuickRetry {
-    pub(super) fn after_round(
-        &mut self,
-        unfinished: Option<Unfinished>,
-        settled_or_decided: bool,
-    ) -> bool {
+    fn after_round(&mut self, unfinished: Option<Unfinished>, settled_or_decided: bool) -> bool {
         if settled_or_decided {
             self.spent.clear();
         }
@@ -115,7 +277,7 @@ pub(super) fn gives_retries_back(settled: bool, step: &Step, pending: bool) -> b
 /// When the quick round after a streak broken by silence starts: at `--confirm-interval`
 /// (`at`), or when the last hub that asked for a pause (`Retry-After`) may be read again, if
 /// that is later; never later than the round a tick would have brought anyway (`tick`).
-pub(super) fn quick_retry_at(at: Instant, paused_until: Option<Instant>, tick: Instant) -> Instant {
+fn quick_retry_at(at: Instant, paused_until: Option<Instant>, tick: Instant) -> Instant {
     paused_until.map_or(at, |p| at.max(p).min(tick))
 }
 
@@ -364,5 +526,263 @@ mod tests {
             &switched(),
             false
         ));
+    }
+
+    // The pace as a machine: sequences of wakes and rounds, at made-up times.
+
+    const CONFIRM: Duration = Duration::from_secs(1);
+
+    fn pacer(t0: Instant) -> Pacer {
+        Pacer::new(t0, POLL, WATCHED, CONFIRM)
+    }
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    /// What a settled round leaves: nothing pending, nothing unfinished.
+    fn quiet() -> Left {
+        Left {
+            settled: true,
+            gives_back: true,
+            ..Left::default()
+        }
+    }
+
+    /// A round that left a switch pending.
+    fn pending_left() -> Left {
+        Left {
+            pending: true,
+            ..Left::default()
+        }
+    }
+
+    /// A round in which a hub's silence broke off the pending switch to the secondary.
+    fn broken_left() -> Left {
+        Left {
+            unfinished: Some(Unfinished::Streak(HubId::SECONDARY)),
+            ..Left::default()
+        }
+    }
+
+    #[test]
+    fn the_first_wake_reads_and_then_a_tick_comes_every_poll_interval() {
+        let t0 = Instant::now();
+        let mut p = pacer(t0);
+        assert_eq!(p.poll_at(), t0);
+        assert_eq!(p.on_wake(t0, Wake::Timer, false, false), Act::Read);
+        assert_eq!(p.round_done(t0, quiet()), None);
+        assert_eq!(p.poll_at(), t0 + POLL);
+        // A round that overran its interval: the next one is due at once.
+        assert_eq!(
+            p.on_wake(t0 + POLL * 3, Wake::Timer, false, false),
+            Act::Read
+        );
+    }
+
+    #[test]
+    fn a_timer_that_fires_before_the_tick_without_a_pin_change_sleeps_on() {
+        let t0 = Instant::now();
+        let mut p = pacer(t0);
+        p.round_done(t0, quiet());
+        // Woken for a pin's end the clock had not quite reached.
+        assert_eq!(
+            p.on_wake(t0 + ms(4000), Wake::Timer, false, true),
+            Act::Sleep
+        );
+        assert_eq!(p.poll_at(), t0 + POLL);
+        // The pin did end: read now, whatever the tick.
+        assert_eq!(p.on_wake(t0 + ms(4000), Wake::Timer, true, true), Act::Read);
+    }
+
+    #[test]
+    fn while_the_watches_vouch_and_rounds_settle_ticks_skip_until_the_watched_interval() {
+        let t0 = Instant::now();
+        let mut p = pacer(t0);
+        p.round_done(t0, quiet());
+        assert!(p.relaxed(true));
+        let mut reads = Vec::new();
+        for k in 1..=24u32 {
+            let now = p.poll_at();
+            assert_eq!(
+                now,
+                t0 + POLL * k,
+                "a tick every poll interval, read or not"
+            );
+            match p.on_wake(now, Wake::Timer, false, true) {
+                Act::Read => {
+                    reads.push(k);
+                    p.round_done(now, quiet());
+                }
+                Act::Skip => {}
+                other => panic!("tick {k}: {other:?}"),
+            }
+        }
+        assert_eq!(reads, vec![12, 24]);
+    }
+
+    #[test]
+    fn reads_do_not_relax_while_unsettled_pending_or_unvouched() {
+        let t0 = Instant::now();
+        for (left, vouched) in [
+            (quiet(), false),
+            (Left::default(), true),
+            (pending_left(), true),
+        ] {
+            let mut p = pacer(t0);
+            p.round_done(t0, left.clone());
+            assert!(!p.relaxed(vouched), "{left:?} vouched {vouched}");
+            let now = p.poll_at();
+            assert_eq!(p.on_wake(now, Wake::Timer, false, vouched), Act::Read);
+        }
+    }
+
+    #[test]
+    fn after_a_long_stall_a_skipped_tick_is_one_poll_interval_ahead_not_a_burst() {
+        let t0 = Instant::now();
+        let mut p = pacer(t0);
+        p.round_done(t0, quiet());
+        let late = t0 + ms(35_000);
+        assert_eq!(p.on_wake(late, Wake::Timer, false, true), Act::Skip);
+        assert_eq!(p.poll_at(), late + POLL);
+    }
+
+    #[test]
+    fn a_pending_switch_is_read_at_the_confirm_interval_and_news_keeps_that_spacing() {
+        let t0 = Instant::now();
+        let mut p = pacer(t0);
+        p.round_done(t0, pending_left());
+        assert_eq!(p.poll_at(), t0 + CONFIRM);
+        // The watch saw the claim again 100 ms later: the read waits for the spacing, or N
+        // reads in quick succession would confirm a blip.
+        assert_eq!(
+            p.on_wake(t0 + ms(100), Wake::News, false, true),
+            Act::ReadAt(t0 + CONFIRM)
+        );
+        // So does a pin that began meanwhile.
+        assert_eq!(
+            p.on_wake(t0 + ms(100), Wake::Timer, true, true),
+            Act::ReadAt(t0 + CONFIRM)
+        );
+        assert_eq!(p.on_wake(t0 + CONFIRM, Wake::News, false, true), Act::Read);
+    }
+
+    #[test]
+    fn news_without_a_pending_switch_reads_at_once_but_storms_are_spaced() {
+        let t0 = Instant::now();
+        let mut p = pacer(t0);
+        p.round_done(t0, quiet());
+        assert_eq!(
+            p.on_wake(t0 + ms(50), Wake::News, false, true),
+            Act::ReadAt(t0 + MIN_WATCH_SPACING)
+        );
+        assert_eq!(p.on_wake(t0 + ms(5000), Wake::News, false, true), Act::Read);
+        // A pin that began reads at once.
+        assert_eq!(p.on_wake(t0 + ms(50), Wake::Timer, true, true), Act::Read);
+    }
+
+    #[test]
+    fn a_streak_broken_by_silence_gets_one_quick_round_then_the_poll_interval() {
+        let t0 = Instant::now();
+        let mut p = pacer(t0);
+        p.round_done(t0, pending_left());
+        let t1 = t0 + CONFIRM;
+        assert_eq!(
+            p.round_done(t1, broken_left()),
+            Some(Unfinished::Streak(HubId::SECONDARY))
+        );
+        assert_eq!(p.poll_at(), t1 + CONFIRM);
+        // The hub answers, a switch to it is pending again, and the next read breaks it
+        // again: no second quick round for the same hub.
+        let t2 = t1 + CONFIRM;
+        p.round_done(t2, pending_left());
+        let t3 = t2 + CONFIRM;
+        assert_eq!(p.round_done(t3, broken_left()), None);
+        assert_eq!(p.poll_at(), t3 + POLL);
+        // A settled round gives it back.
+        let t4 = t3 + POLL;
+        p.round_done(t4, quiet());
+        let t5 = t4 + POLL;
+        assert!(p.round_done(t5, broken_left()).is_some());
+    }
+
+    #[test]
+    fn the_quick_round_waits_for_retry_after_but_never_past_the_tick() {
+        let t0 = Instant::now();
+        for (paused, at) in [
+            (None, t0 + CONFIRM),
+            (Some(t0 + ms(2500)), t0 + ms(2500)),
+            (Some(t0 + ms(60_000)), t0 + POLL),
+        ] {
+            let mut p = pacer(t0);
+            p.round_done(
+                t0,
+                Left {
+                    paused_until: paused,
+                    ..broken_left()
+                },
+            );
+            assert_eq!(p.poll_at(), at, "paused until {paused:?}");
+        }
+    }
+
+    proptest::proptest! {
+        /// Whatever the wakes and rounds: a round never starts within --confirm-interval of
+        /// the last while a switch is pending (N reads in quick succession would confirm a
+        /// blip), nor within the watch spacing after news; and no tick is ever more than a
+        /// poll interval away, so the loop never sleeps through a hold's end.
+        #[test]
+        fn reads_keep_their_spacing_and_the_loop_always_wakes_within_a_poll_interval(
+            script in proptest::collection::vec(
+                (0u64..15_000, 0u8..4, proptest::bool::ANY, proptest::bool::ANY, 0u8..4),
+                1..60,
+            )
+        ) {
+            let t0 = Instant::now();
+            let mut p = pacer(t0);
+            let mut now = t0;
+            let mut last_read: Option<Instant> = None;
+            let mut pending = false;
+            for (gap, wake, steered, vouched, left) in script {
+                // Woken by the timer no later than it asked, or earlier by news.
+                let wake = if wake == 0 { Wake::Timer } else { Wake::News };
+                now = match wake {
+                    Wake::Timer => p.poll_at().max(now),
+                    Wake::News => now + ms(gap).min(p.poll_at().saturating_duration_since(now)),
+                };
+                let at = match p.on_wake(now, wake, steered, vouched) {
+                    Act::Read => now,
+                    Act::ReadAt(at) => {
+                        proptest::prop_assert!(at > now);
+                        at
+                    }
+                    Act::Skip | Act::Sleep => {
+                        proptest::prop_assert!(p.poll_at() > now);
+                        proptest::prop_assert!(p.poll_at() <= now + POLL);
+                        continue;
+                    }
+                };
+                if let Some(last) = last_read {
+                    if pending {
+                        proptest::prop_assert!(at >= last + CONFIRM);
+                    }
+                    if wake == Wake::News {
+                        proptest::prop_assert!(at >= last + MIN_WATCH_SPACING);
+                    }
+                }
+                now = at;
+                let left = match left {
+                    0 => quiet(),
+                    1 => pending_left(),
+                    2 => broken_left(),
+                    _ => Left::default(),
+                };
+                pending = left.pending;
+                p.round_done(now, left);
+                last_read = Some(now);
+                proptest::prop_assert!(p.poll_at() > now);
+                proptest::prop_assert!(p.poll_at() <= now + POLL);
+            }
+        }
     }
 }

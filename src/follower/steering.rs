@@ -155,9 +155,6 @@ impl Follower {
                     kept: kept.map(|k| k.value),
                 });
             }
-            Change::Past { kind, value } => {
-                tracing::info!(kind = %kind, value = ?value, "the {kind} value's time has passed; it has no effect");
-            }
         }
     }
 

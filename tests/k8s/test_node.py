@@ -641,6 +641,21 @@ class Shell:
         return r.stdout
 
 
+def runbook_kubeconfig(path: Path, worker: Any, hubs: Any) -> Path:
+    """An operator's kubeconfig: the worker cluster as the current context, and each hub
+    under the context the runbook names (`hub-1` for A, `hub-2` for B)."""
+    entries = [("worker", worker), ("hub-1", hubs[0].cp), ("hub-2", hubs[1].cp)]
+    path.write_text(json.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": "worker",
+        "clusters": [{"name": n, "cluster": {"server": cp.endpoint, "certificate-authority": str(cp.pki.ca_crt)}}
+                     for n, cp in entries],
+        "users": [{"name": n, "user": {"client-certificate": str(cp.admin[0]), "client-key": str(cp.admin[1])}}
+                  for n, cp in entries],
+        "contexts": [{"name": n, "context": {"cluster": n, "user": n}} for n, cp in entries],
+    }))
+    return path
+
+
 def status_line(out: str) -> dict[str, Any]:
     """The runbook's `status`: the last line a block printed."""
     return json.loads(out.strip().splitlines()[-1])
@@ -654,10 +669,12 @@ def test_the_maintenance_runbook(deploy, hubs, node, tmp_path):
     pod = deploy("signal", True, extra=STEERING, labels=WORKER_LABEL)
     blocks = runbook_blocks()
     assert len(blocks) == 7, f"the runbook's sh blocks changed ({len(blocks)}): walk the new ones here"
-    sh = Shell(node.cp.kubeconfig, tmp_path / "runbook.state")
+    sh = Shell(runbook_kubeconfig(tmp_path / "operator.kubeconfig", node.cp, hubs), tmp_path / "runbook.state")
 
-    # 1. Before.
+    # 1. Before. The block's "yours" line, as this operator sets it: the hubs' project
+    # namespace and the cluster are the test hubs' own.
     before = status_line(sh.run(blocks[0]))
+    sh.run(f"PROJECT_NS={a.namespace} CLUSTER={a.cluster}")
     assert before["hub"] == "primary" and before["drain"] is None, before
     assert before["verdicts"] == {"primary": "claim", "secondary": "claim"}, before
 
@@ -692,7 +709,9 @@ def test_the_maintenance_runbook(deploy, hubs, node, tmp_path):
     # 5. A checked; its controller is Standby, so its claim names B.
     a.claim(b.cp.endpoint, B_ID)
     wait_for("A mirrors B", lambda: (status()["hubs"]["primary"].get("claim") or {}).get("endpoint") == b.cp.endpoint, 60)
-    checked = status_line(sh.run(blocks[4]))
+    out = sh.run(blocks[4])
+    assert f"hub-1 claims: {b.cp.endpoint}" in out, out
+    checked = status_line(out)
     assert checked["verdicts"]["primary"] == "claim" and checked["drain"] == "primary", checked
 
     # 6. Bring A back.

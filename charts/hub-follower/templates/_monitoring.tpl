@@ -214,7 +214,7 @@ spec:
             runbook_url: {{ printf "%s#hubfollowersplitbrain" $base }}
         {{- if include "hub-follower.overrides" . }}
         # A pin or drain annotation's value was refused (malformed, unknown_hub,
-        # too_far, conflict) and has stayed refused for for.overrideRefused; a pin or
+        # too_far, conflict, past) and has stayed refused for for.overrideRefused; a pin or
         # drain already in effect stays. Rendered only with the overrides volume.
         - alert: HubFollowerOverrideRefused
           expr: |
