@@ -5,8 +5,8 @@ through hub-follower.inject, the same call the patched chart makes. So for the s
 values the output must be the documents of the kubeslice-worker fixture with
 charts/kubeslice-worker-1.3.1.patch applied. The fixture's plain render stands in for
 the published chart, and its documents are concatenated the way Helm concatenates them.
-The post-render script runs against a stand-in for helm that records what it is given,
-since there is no helm binary here.
+The post-render script runs against a stand-in for helm that records what it is given;
+tests/k8s/test_docs_routes.py runs it with the real Helm CLI, as a Helm 4 plugin.
 """
 
 from __future__ import annotations

@@ -33,3 +33,17 @@ else
   (cd worker && CGO_ENABLED=0 go build -trimpath -o "../$out/worker-operator" github.com/kubeslice/worker-operator)
   echo "$worker_stamp" > "$out/.stamp-worker"
 fi
+
+# The Helm CLI that runs the docs' commands (test_docs_routes.py), from the Go module pinned in
+# helm/go.mod: its own module, as Helm's Kubernetes libraries are newer than ours.
+helm_version=$(sed -n 's/^require helm.sh\/helm\/v4 \(v[0-9.]*\)$/\1/p' helm/go.mod)
+helm_stamp=$(cat helm/go.mod helm/go.sum | sha256sum | cut -c1-32)
+if [ -x "$out/helm" ] && [ "$(cat "$out/.stamp-helm" 2>/dev/null)" = "$helm_stamp" ]; then
+  echo "tests/k8s: helm $helm_version is built (target/k8s/bin)"
+else
+  echo "tests/k8s: building helm $helm_version from the Go module (a few minutes, once)"
+  (cd helm && CGO_ENABLED=0 go build -trimpath \
+    -ldflags "-s -w -X helm.sh/helm/v4/internal/version.version=$helm_version" \
+    -o "../$out/helm" helm.sh/helm/v4/cmd/helm)
+  echo "$helm_stamp" > "$out/.stamp-helm"
+fi
