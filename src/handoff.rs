@@ -59,6 +59,12 @@ pub struct Handoff {
     /// restart side treats the decision like any other.
     #[serde(rename = "override", default, skip_serializing_if = "Option::is_none")]
     pub steered_by: Option<SteeredBy>,
+    /// RFC 3339: when the claims last moved the worker (a switch no pin or drain made), so
+    /// that a restarted sidecar, however many times it restarts, keeps the split-brain window
+    /// (rule 11). Absent before the first such move, and in handoffs written before it was
+    /// kept; `decidedAt` of a `switch` stands in then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub moved_at: Option<String>,
 }
 
 /// `override` in `active-hub.json`.
@@ -507,6 +513,24 @@ mod tests {
             namespace: Some("kubeslice-acme".into()),
             ..crate::testing::handoff(HubId::SECONDARY, generation, Reason::Switch)
         }
+    }
+
+    #[test]
+    fn the_time_of_the_last_move_round_trips_as_moved_at() {
+        let h = Handoff {
+            moved_at: Some("2026-12-02T09:58:00Z".into()),
+            ..sample(7)
+        };
+        let json = h.to_json();
+        assert!(
+            json.contains("\"movedAt\": \"2026-12-02T09:58:00Z\""),
+            "{json}"
+        );
+        assert_eq!(
+            Handoff::from_json(json.as_bytes(), Path::new("x")).unwrap(),
+            h
+        );
+        assert!(!sample(7).to_json().contains("movedAt"));
     }
 
     #[test]

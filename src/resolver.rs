@@ -337,6 +337,12 @@ impl Resolver {
         self.moved_at = Some(at);
     }
 
+    /// When the claims last moved the worker (a switch no pin or drain made), as this run knows
+    /// it: what rule 11's window counts from.
+    pub fn last_move(&self) -> Option<Timestamp> {
+        self.moved_at
+    }
+
     /// The last decision reached the disk.
     pub fn published(&mut self) {
         self.first_unpublished = None;

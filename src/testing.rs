@@ -38,6 +38,7 @@ pub fn handoff(hub: HubId, generation: u64, reason: Reason) -> Handoff {
         namespace: None,
         basis: None,
         steered_by: None,
+        moved_at: None,
     }
 }
 

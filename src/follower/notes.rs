@@ -2,7 +2,7 @@
 
 use jiff::Timestamp;
 
-use super::Follower;
+use super::core::Core;
 use crate::claim::Claim;
 use crate::events::Fact;
 use crate::hub::Probe;
@@ -10,7 +10,7 @@ use crate::resolver::{Held, Hold};
 use crate::state::{ClaimView, HeldView, SeenClaim};
 use crate::verdict::{HubId, Verdict};
 
-impl Follower {
+impl Core {
     /// Counts and logs the hubs whose claim named an unconfigured endpoint, once per change.
     pub(super) fn note_rejections(&mut self, rejected: &[HubId], probes: &[Probe]) {
         for hub in &self.config.hubs {

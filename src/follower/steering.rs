@@ -7,7 +7,7 @@ use std::path::Path;
 
 use jiff::Timestamp;
 
-use super::Follower;
+use super::core::Core;
 use crate::events::Fact;
 use crate::handoff::SteeredBy;
 use crate::overrides::{Change, Kind};
@@ -19,7 +19,7 @@ const MAX_READ: u64 = 4096;
 
 /// Each kind's file in `dir`: its text, empty when the file is missing, or why it cannot be
 /// read.
-fn read_files(dir: &Path) -> Vec<(Kind, Result<String, String>)> {
+pub(super) fn read_files(dir: &Path) -> Vec<(Kind, Result<String, String>)> {
     Kind::ALL
         .iter()
         .map(|kind| {
@@ -37,22 +37,16 @@ fn read_files(dir: &Path) -> Vec<(Kind, Result<String, String>)> {
         .collect()
 }
 
-impl Follower {
-    /// Reads the pin and drain files and ends what is due. `true` when a pin or drain began or
-    /// ended, so that the loop reads the hubs now rather than at the next tick.
-    pub(super) async fn read_overrides(&mut self) -> bool {
-        let Some(dir) = self.config.override_dir.clone() else {
-            return false;
-        };
-        let mut changes = self.overrides.expire(Timestamp::now());
-        let files = match tokio::task::spawn_blocking(move || read_files(&dir)).await {
-            Ok(files) => files,
-            Err(e) => {
-                tracing::warn!(error = %e, "could not read the pin and drain files");
-                Vec::new()
-            }
-        };
-        let now = Timestamp::now();
+impl Core {
+    /// What the pin and drain files hold now (`read_files`), and what is due to end. `true`
+    /// when a pin or drain began or ended, so that the loop reads the hubs now rather than at
+    /// the next tick.
+    pub(super) fn overrides_read(
+        &mut self,
+        now: Timestamp,
+        files: Vec<(Kind, Result<String, String>)>,
+    ) -> bool {
+        let mut changes = self.overrides.expire(now);
         for (kind, text) in files {
             match text {
                 Ok(text) => {
@@ -101,14 +95,19 @@ impl Follower {
         }
     }
 
-    /// When the loop must wake for the next pin or drain to end by itself.
-    pub(super) fn next_expiry(&self) -> Option<tokio::time::Instant> {
+    /// When the loop must wake for the next pin or drain to end by itself: `now` and `at`
+    /// are the same moment on the two clocks.
+    pub(super) fn next_expiry(
+        &self,
+        now: Timestamp,
+        at: tokio::time::Instant,
+    ) -> Option<tokio::time::Instant> {
         let until = self.overrides.next_expiry()?;
-        let left = until.duration_since(Timestamp::now());
+        let left = until.duration_since(now);
         // A little after, so that the clock has passed it when the loop looks.
         let left = std::time::Duration::try_from(left).unwrap_or_default()
             + std::time::Duration::from_millis(20);
-        Some(tokio::time::Instant::now() + left)
+        Some(at + left)
     }
 
     /// The pin or drain of `kind` in effect, as the handoff records a decision it made.

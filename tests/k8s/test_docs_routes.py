@@ -1,7 +1,8 @@
 """The docs' install routes and day-2 commands, run from the docs' own text.
 
 docs/helm.md gives two ways onto the published kubeslice-worker chart (the patch, and the
-post-renderer as a Helm 4 plugin) and an Argo CD Config Management Plugin; docs/operations.md
+post-renderer as a Helm 4 plugin), an Argo CD Config Management Plugin and a Flux
+HelmRelease of the patched chart; docs/operations.md
 gives each day-2 command (the install, a new image, the dashboard, another restart mode,
 hub-follower off, a rollback) in a form for each route. Each test here takes those `sh`
 blocks out of the Markdown and runs them with bash, in a working directory laid out as
@@ -14,7 +15,10 @@ What differs from a user's machine, and only that:
   `kubeslice-worker` 1.3.1 (there is no network here);
 - `<new version>` and `<revision>` get values, and `token`/`ca.crt` are stand-ins;
 - lines that need a running pod (`rollout status`, `kubectl exec`) are left out: this API
-  server has no node. The node tests run the sidecar itself.
+  server has no node. The node tests run the sidecar itself;
+- Argo CD's plugin runs its `init` and `generate` commands as Argo CD would, and Flux's
+  HelmRelease is rendered with its chart path and values as the helm-controller would:
+  neither Argo CD nor Flux runs here (Flux's controller module is not on the module proxy).
 A doc change that breaks a command fails here.
 """
 
@@ -284,6 +288,23 @@ def test_the_patch_route_and_every_day_2_command_as_written(operator: Operator):
     secret = op.kubectl_json("get", "secret", "kubeslice-hub-secondary-token")
     assert set(secret["data"]) == {"token", "ca.crt"}
     assert op.operator()["spec"]["template"] == installed["spec"]["template"]
+
+    # Flux: the HelmRelease's chart, at its path in this layout, with its values, rendered as
+    # the helm-controller renders it (Flux itself does not run here).
+    flux = [yaml.safe_load_all(b) for b in re.findall(r"^```yaml\n(.*?)^```", HELM_MD.read_text(), re.S | re.M)
+            if "kind: HelmRelease" in b]
+    assert len(flux) == 1, "docs/helm.md: expected one Flux block"
+    (release,) = [d for d in flux[0] if d["kind"] == "HelmRelease"]
+    spec = release["spec"]["chart"]["spec"]
+    chart = op.work / spec["chart"]
+    assert (chart / "Chart.yaml").is_file(), f"the HelmRelease's chart {spec['chart']} is not where the patch route puts it"
+    assert spec["sourceRef"]["kind"] == "GitRepository"
+    values = op.work / "flux-values.yaml"
+    values.write_text(yaml.safe_dump(release["spec"]["values"]))
+    rendered = op.helm("template", release["metadata"]["name"], str(chart), "-n", release["metadata"]["namespace"],
+                       "-f", str(values), "--kube-version", "1.35.0")
+    (deployment,) = [d for d in yaml.safe_load_all(rendered) if d and d["kind"] == "Deployment"]
+    has_the_sidecar_for_the_docs_values(deployment)
 
     run_day_2(op, PATCH)
 

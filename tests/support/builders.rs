@@ -34,5 +34,6 @@ pub fn handoff(hub: HubId, generation: u64, reason: Reason) -> Handoff {
         namespace: None,
         basis: None,
         steered_by: None,
+        moved_at: None,
     }
 }

@@ -1,0 +1,963 @@
+//! The follower as a machine that does no IO: it is told the time, each round's answers, what
+//! the watches showed, the pin and drain files' text and how each write went; it says when to
+//! read (`on_wake`, `poll_at`), what to write (`poll_write`), and leaves its facts in the
+//! metrics, the log, the Events queue and `/status`, none of which blocks. The driver
+//! (`Follower::run`) does the reads, the file IO and the sleeping. The shape is the restart
+//! side's (`restart::machine`): its tests drive it without sockets, files or a clock.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use jiff::Timestamp;
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+use super::pace;
+use crate::claim::Claim;
+use crate::config::Config;
+use crate::events::{Fact, Sink};
+use crate::handoff::{Basis, Handoff, SteeredBy};
+use crate::hub::Probe;
+use crate::metrics::Metrics;
+use crate::overrides::{Kind, Overrides};
+use crate::resolver::{Decision, Held, Reason, Resolver};
+use crate::state::{FollowerView, HeldView, HubView, SeenClaim};
+use crate::verdict::{ErrorReason, HubId, Verdict};
+
+pub(super) struct Core {
+    pub(super) config: Arc<Config>,
+    pub(super) resolver: Resolver,
+    pub(super) metrics: Metrics,
+    pub(super) view: watch::Sender<FollowerView>,
+    /// The published decision alone, for the restart side: it wakes on a new generation, not
+    /// on every round's news.
+    pub(super) decisions: watch::Sender<Option<Handoff>>,
+    /// Per hub, what it said last round, for the log line of a published decision.
+    pub(super) said: HashMap<HubId, String>,
+    next_generation: u64,
+    /// A decision taken but not yet on disk (the last write failed); retried every round.
+    unpublished: Option<Decision>,
+    /// Per hub, the last error reason (None: it answered). Probe errors are logged on change only.
+    pub(super) last_error: HashMap<HubId, Option<ErrorReason>>,
+    pub(super) rejecting: HashMap<HubId, bool>,
+    /// Per hub, the last claim it published and when it was read, kept when the claim vanishes.
+    pub(super) last_seen: HashMap<HubId, SeenClaim>,
+    /// Per hub, whether its last answer carried a claim: a claim that is gone the next answer
+    /// vanished.
+    pub(super) claimed: HashMap<HubId, bool>,
+    /// Where Events go.
+    pub(super) events: Sink,
+    /// Per hub, the number of the last claim its watch showed that the resolver was told of.
+    witnessed: HashMap<HubId, u64>,
+    /// The pace of the reads.
+    pacer: pace::Pacer,
+    /// The decision on disk, as this run last wrote or resumed it.
+    published: Option<Handoff>,
+    /// The switch held back, as shown in `/status`.
+    pub(super) held: Option<HeldView>,
+    /// Whether reads are relaxed to `--watched-poll-interval`, as last said.
+    relaxed: bool,
+    /// The operator's pin and drain (`--override-dir`).
+    pub(super) overrides: Overrides,
+    /// The pin or drain that made the decision in `unpublished`, as it stood then.
+    unpublished_by: Option<SteeredBy>,
+    /// Per kind, why its file cannot be read, logged once per change.
+    pub(super) override_unreadable: HashMap<Kind, String>,
+    /// The silent hub whose basis no longer holds the worker (rule 10), once said.
+    pub(super) leaving_silent: Option<HubId>,
+    /// Whether a split brain is being said (rule 11).
+    pub(super) split_brain: bool,
+    /// The startup default's time, once said (rule 12).
+    pub(super) undecided_until: Option<Timestamp>,
+    /// Which writes this round (or this resume) has offered.
+    writes: Writes,
+    /// What the round under way leaves for after its writes.
+    round: Option<RoundLeft>,
+}
+
+/// A handoff to write, atomically, into the handoff directory; its outcome goes back through
+/// [`Core::written`].
+pub(super) struct Write {
+    pub(super) handoff: Handoff,
+    what: Written,
+}
+
+enum Written {
+    /// A new decision: a new generation.
+    Decision(Decision),
+    /// The published decision with a fresher basis: the same generation.
+    Basis,
+}
+
+/// The writes a round may offer, each once: the decision, then a fresher basis.
+#[derive(Default)]
+struct Writes {
+    decision_offered: bool,
+    basis_offered: bool,
+    /// The last basis write failed this round.
+    basis_failed: bool,
+}
+
+/// What a round's step leaves for after its writes.
+struct RoundLeft {
+    pending_before: Option<crate::resolver::Pending>,
+    settled: bool,
+    left: pace::Left,
+    split_brain: bool,
+    held: Option<Held>,
+    dead_hub: Option<HubId>,
+    decided: Option<HubId>,
+    undecided_until: Option<Timestamp>,
+    now: Timestamp,
+}
+
+/// What an earlier run left in the handoff directory.
+pub(super) enum Earlier {
+    Nothing,
+    /// It could not be read: a new generation follows the one the directory names, if any.
+    Unreadable {
+        error: String,
+        generation: Option<u64>,
+    },
+    Decision(Box<Handoff>),
+}
+
+impl Core {
+    pub(super) fn new(
+        config: Arc<Config>,
+        metrics: Metrics,
+        view: FollowerView,
+        now: Instant,
+    ) -> Self {
+        let resolver = Resolver::new(config.endpoints(), config.confirmations)
+            .with_liveness(config.liveness());
+        let overrides = Overrides::new(config.hubs.iter().map(|h| h.id).collect());
+        if !config.single_hub() {
+            metrics
+                .poll_interval
+                .set(config.poll_interval.as_secs_f64());
+        }
+        let pacer = pace::Pacer::new(
+            now,
+            config.poll_interval,
+            config.watched_poll_interval,
+            config.confirm_interval,
+        );
+        Self {
+            config,
+            resolver,
+            metrics,
+            view: watch::Sender::new(view),
+            decisions: watch::Sender::new(None),
+            said: HashMap::new(),
+            next_generation: 1,
+            unpublished: None,
+            last_error: HashMap::new(),
+            rejecting: HashMap::new(),
+            last_seen: HashMap::new(),
+            claimed: HashMap::new(),
+            events: Sink::default(),
+            witnessed: HashMap::new(),
+            pacer,
+            published: None,
+            held: None,
+            relaxed: false,
+            overrides,
+            unpublished_by: None,
+            override_unreadable: HashMap::new(),
+            leaving_silent: None,
+            split_brain: false,
+            undecided_until: None,
+            writes: Writes::default(),
+            round: None,
+        }
+    }
+
+    /// The decision on disk, as this run last wrote or resumed it.
+    #[cfg(test)]
+    pub(super) fn published(&self) -> Option<&Handoff> {
+        self.published.as_ref()
+    }
+
+    /// The most entries the core keeps for any one kind of per-hub fact.
+    #[cfg(test)]
+    pub(super) fn footprint(&self) -> usize {
+        [
+            self.said.len(),
+            self.last_error.len(),
+            self.rejecting.len(),
+            self.last_seen.len(),
+            self.claimed.len(),
+            self.witnessed.len(),
+        ]
+        .into_iter()
+        .max()
+        .unwrap_or(0)
+    }
+
+    /// A decision is waiting for its write.
+    pub(super) fn unpublished(&self) -> bool {
+        self.unpublished.is_some()
+    }
+
+    /// When the pace wants the next read, at the latest.
+    pub(super) fn poll_at(&self) -> Instant {
+        self.pacer.poll_at()
+    }
+
+    /// The loop woke: read now, at a time, or not. A skipped read still counts as a look for
+    /// `/status`, and means every watch vouched.
+    pub(super) fn on_wake(
+        &mut self,
+        now: Instant,
+        woke: pace::Wake,
+        steered: bool,
+        vouched: bool,
+    ) -> pace::Act {
+        let act = self.pacer.on_wake(now, woke, steered, vouched);
+        if act == pace::Act::Skip {
+            self.view.send_modify(|s| s.last_round = now);
+            self.set_polling(true);
+        }
+        act
+    }
+
+    /// Takes over the decision an earlier run of the sidecar left, so that a sidecar restart
+    /// beside a running worker is not a switch. Its write follows through [`Core::poll_write`].
+    pub(super) fn resume(&mut self, earlier: Earlier) {
+        self.writes = Writes::default();
+        let previous = match earlier {
+            Earlier::Nothing => return,
+            Earlier::Unreadable { error, generation } => {
+                tracing::warn!(error = %error, "ignoring the handoff left by an earlier run");
+                if let Some(g) = generation {
+                    self.next_generation = g + 1;
+                }
+                return;
+            }
+            Earlier::Decision(h) => *h,
+        };
+        self.next_generation = previous.generation + 1;
+        let identity = previous.identity.clone();
+        let basis = previous.basis.as_ref().and_then(|b| {
+            b.claim()
+                .inspect_err(|e| {
+                    tracing::warn!(error = %e, "the earlier decision's basis cannot be read; resuming without one, until a claim names the resumed hub")
+                })
+                .ok()
+        });
+        // When the claims last moved the worker: kept in the handoff across any number of
+        // restarts; a handoff written before that was kept has only its own switch's time.
+        let switched_at = match &previous.moved_at {
+            Some(at) => at.parse::<Timestamp>().ok(),
+            None => (previous.reason == Reason::Switch)
+                .then(|| previous.decided_at.parse::<Timestamp>().ok())
+                .flatten(),
+        };
+        let Some(decision) =
+            self.resolver
+                .resume(previous.hub, &previous.endpoint, identity, basis)
+        else {
+            tracing::info!(
+                hub = %previous.hub,
+                endpoint = %previous.endpoint,
+                "the earlier decision names a hub that is no longer configured; deciding afresh"
+            );
+            return;
+        };
+        if let Some(at) = switched_at {
+            // A restarted sidecar in a split brain does not get a move of its own.
+            self.resolver.moved_at(at);
+        }
+        if self.config.single_hub() {
+            // Nothing to decide with one hub: the earlier decision stands as it was written.
+            self.set_published(previous);
+            self.metrics.set_active(HubId::PRIMARY, &[HubId::PRIMARY]);
+            return;
+        }
+        self.unpublished = Some(decision);
+    }
+
+    /// With one hub there is nothing to decide: the primary, once, unless resumed. `false`
+    /// when a decision already stands.
+    pub(super) fn decide_single_hub(&mut self) -> bool {
+        if self.published.is_some() {
+            return false;
+        }
+        self.unpublished = Some(Decision {
+            hub: HubId::PRIMARY,
+            identity: None,
+            reason: Reason::SingleHub,
+            basis: None,
+            steered: None,
+        });
+        true
+    }
+
+    /// Offers the decision's write again (a single hub retries until it is on disk).
+    pub(super) fn retry_writes(&mut self) {
+        self.writes = Writes::default();
+    }
+
+    /// One round's answers through the rule. `shown`: the last claim each hub's watch showed,
+    /// numbered. `watch_started`: the watch started this round, not the clock. The writes it
+    /// leaves come from [`Core::poll_write`]; then [`Core::round_done`].
+    pub(super) fn round(
+        &mut self,
+        now: Timestamp,
+        probes: &[Probe],
+        shown: &[(HubId, u64, Claim)],
+        watch_started: bool,
+    ) {
+        let verdicts: Vec<(HubId, &Verdict)> = probes.iter().map(|p| (p.hub, &p.verdict)).collect();
+        let pending_before = self.resolver.pending().cloned();
+        self.expire_overrides(now);
+        // What the watches saw since the last round, erased or not: the claim the worker's
+        // own hub showed last is what a split brain is told by (rule 11).
+        for (hub, n, claim) in shown {
+            if self.witnessed.insert(*hub, *n) != Some(*n) {
+                self.resolver.witness(*hub, claim);
+            }
+        }
+        let step = self.resolver.observe_steered(now, &verdicts, self.steer());
+        // A claim the rule refused for its date is reported as the bad response it is.
+        let answers: Vec<Probe> = probes
+            .iter()
+            .map(|p| match step.refused(p.hub) {
+                Some(e) => Probe {
+                    verdict: Verdict::Error(e.clone()),
+                    ..p.clone()
+                },
+                None => p.clone(),
+            })
+            .collect();
+        let settled = pace::settled(&answers, &step);
+        let left = pace::Left {
+            unfinished: pace::unfinished(
+                pending_before.as_ref(),
+                self.resolver.pending(),
+                &step,
+                probes,
+                watch_started,
+            ),
+            gives_back: pace::gives_retries_back(settled, &step, self.resolver.pending().is_some()),
+            pending: self.resolver.pending().is_some(),
+            ..pace::Left::default()
+        };
+        for probe in &answers {
+            self.observe_probe(probe, now);
+            self.note_claim(probe, now);
+        }
+        self.view.send_modify(|s| {
+            s.last_round_at = Some(now.to_string());
+            for probe in &answers {
+                if let Some(h) = self.config.hub(probe.hub) {
+                    let seen = self.last_seen.get(&probe.hub).cloned();
+                    s.hubs
+                        .insert(probe.hub, HubView::new(&h.raw_endpoint, probe, now, seen));
+                }
+            }
+        });
+        self.note_rejections(&step.rejected, &answers);
+        self.note_stale(&step.stale);
+        let decided = step.decision.as_ref().map(|d| d.hub);
+        if let Some(decision) = step.decision {
+            // What made it, as it stood this round: it may end before the write succeeds.
+            self.unpublished_by = decision.steered.and_then(|k| self.steered_by(k));
+            self.unpublished = Some(decision);
+        }
+        self.writes = Writes::default();
+        self.round = Some(RoundLeft {
+            pending_before,
+            settled,
+            left,
+            split_brain: step.split_brain,
+            held: step.held,
+            dead_hub: step.dead_hub,
+            decided,
+            undecided_until: step.undecided_until,
+            now,
+        });
+    }
+
+    /// The next write to make, if any: a new decision first, then the published one with a
+    /// fresher basis. Each is offered once per round; a failed one is offered again the next.
+    pub(super) fn poll_write(&mut self, now: Timestamp) -> Option<Write> {
+        if !self.writes.decision_offered {
+            self.writes.decision_offered = true;
+            // A hub no longer configured has nothing to write (resume refuses one first).
+            let decision = self.unpublished.take();
+            if let Some((decision, hub)) =
+                decision.and_then(|d| Some((d.clone(), self.config.hub(d.hub)?)))
+            {
+                let handoff = Handoff {
+                    hub: decision.hub,
+                    endpoint: hub.raw_endpoint.clone(),
+                    token_file: hub.token_file.clone(),
+                    ca_file: hub.ca_file.clone(),
+                    tls_server_name: hub.tls_server_name.clone(),
+                    identity: decision.identity.clone(),
+                    generation: self.next_generation,
+                    decided_at: now.to_string(),
+                    reason: decision.reason,
+                    namespace: Some(self.config.namespace.clone()),
+                    basis: self.resolver.basis().map(Basis::of),
+                    steered_by: self
+                        .unpublished_by
+                        .clone()
+                        .filter(|_| decision.steered.is_some()),
+                    moved_at: self.resolver.last_move().map(|t| t.to_string()),
+                };
+                return Some(Write {
+                    handoff,
+                    what: Written::Decision(decision),
+                });
+            }
+        }
+        if !self.writes.basis_offered && self.unpublished.is_none() {
+            self.writes.basis_offered = true;
+            // The published decision, same generation, when its basis moved forward: a
+            // restarted sidecar then resumes with the freshest claim seen for its hub. The
+            // restart side acts on new generations only, so this never moves the worker.
+            let basis = self.resolver.basis().map(Basis::of);
+            let published = self
+                .published
+                .clone()
+                .filter(|h| h.basis != basis && Some(h.hub) == self.resolver.established())?;
+            return Some(Write {
+                handoff: Handoff {
+                    basis,
+                    moved_at: self.resolver.last_move().map(|t| t.to_string()),
+                    ..published
+                },
+                what: Written::Basis,
+            });
+        }
+        None
+    }
+
+    /// How a write from [`Core::poll_write`] went: `Err` says why it failed.
+    pub(super) fn written(&mut self, write: Write, outcome: Result<(), String>, now: Timestamp) {
+        let handoff = write.handoff;
+        match (write.what, outcome) {
+            (Written::Decision(decision), Ok(())) => {
+                self.resolver.published();
+                self.next_generation += 1;
+                if decision.reason == Reason::Switch {
+                    self.metrics.switches.inc();
+                    self.events.send(Fact::Switched {
+                        from: self.published.as_ref().map(|h| h.hub),
+                        to: handoff.hub,
+                        endpoint: handoff.endpoint.clone(),
+                        identity: handoff.identity.clone(),
+                        generation: handoff.generation,
+                        confirmations: self.resolver.confirmations(),
+                        claim_age: decision
+                            .basis
+                            .as_ref()
+                            .and_then(|c| c.last_updated)
+                            .and_then(|at| now.duration_since(at).try_into().ok()),
+                        steered_by: handoff
+                            .steered_by
+                            .as_ref()
+                            .map(|s| format!("{} of {} until {}", s.kind, s.hub, s.until)),
+                    });
+                }
+                let ids: Vec<HubId> = self.config.hubs.iter().map(|h| h.id).collect();
+                self.metrics.set_active(decision.hub, &ids);
+                tracing::info!(
+                    hub = %handoff.hub,
+                    endpoint = %handoff.endpoint,
+                    identity = handoff.identity.as_deref().unwrap_or(""),
+                    reason = decision.reason.as_str(),
+                    generation = handoff.generation,
+                    verdicts = %self.verdict_summary(),
+                    "published the active hub"
+                );
+                self.set_published(handoff);
+            }
+            (Written::Decision(decision), Err(e)) => {
+                self.metrics.handoff_write_errors.inc();
+                tracing::warn!(error = %e, hub = %decision.hub, reason = decision.reason.as_str(), "could not publish the decision; the previous one stays in place and the write is retried next round");
+                self.unpublished = Some(decision);
+            }
+            (Written::Basis, Ok(())) => {
+                tracing::debug!(
+                    generation = handoff.generation,
+                    "the basis moved forward with a fresher claim for the published hub"
+                );
+                self.set_published(handoff);
+            }
+            (Written::Basis, Err(e)) => {
+                self.metrics.handoff_write_errors.inc();
+                self.writes.basis_failed = true;
+                tracing::warn!(error = %e, "could not record the fresher basis; retried next round");
+            }
+        }
+    }
+
+    /// The round's writes are done (or given up until the next round): its facts, and the
+    /// pace. `started`: when its reads began; `ended`: now. `paused_until`: the latest time a
+    /// hub's client holds its reads back. `vouched`: every watch vouches now.
+    pub(super) fn round_done(
+        &mut self,
+        started: Instant,
+        ended: Instant,
+        paused_until: Option<Instant>,
+        vouched: bool,
+    ) -> Option<pace::Unfinished> {
+        let round = self.round.take()?;
+        let mut left = round.left;
+        left.settled = round.settled && self.unpublished.is_none() && !self.writes.basis_failed;
+        left.paused_until = paused_until;
+        self.note_split_brain(round.split_brain, round.held.as_ref());
+        self.note_dead_hub(
+            round.dead_hub,
+            self.resolver
+                .pending()
+                .map(|p| p.candidate.hub)
+                .or(round.decided),
+        );
+        self.note_undecided(round.undecided_until);
+        self.note_held(round.held, round.now);
+
+        let pending = self.resolver.pending().cloned();
+        if let Some(p) = pending
+            .as_ref()
+            .filter(|p| round.pending_before.as_ref() != Some(*p))
+        {
+            self.events.send(Fact::SwitchPending {
+                candidate: p.candidate.hub,
+                identity: p.candidate.identity.clone(),
+                count: p.count,
+                required: self.resolver.confirmations(),
+            });
+        }
+        self.metrics
+            .pending_confirmations
+            .set(pending.as_ref().map_or(0, |p| i64::from(p.count)));
+        if let Some(p) = &pending {
+            tracing::info!(
+                candidate = %p.candidate.hub,
+                count = p.count,
+                required = self.resolver.confirmations(),
+                "a switch is pending confirmation"
+            );
+        }
+        let took = (ended.saturating_duration_since(started).as_secs_f64() * 1e6).round() / 1e3;
+        tracing::debug!(took_ms = took, "round completed");
+        self.view.send_modify(|s| {
+            s.pending = pending;
+            s.last_round = ended;
+            s.last_round_ms = Some(took);
+        });
+        let unfinished = self.pacer.round_done(started, left);
+        if let Some(unfinished) = &unfinished {
+            let why = match unfinished {
+                pace::Unfinished::News => "left a change the watch saw unread",
+                pace::Unfinished::Streak(_) => "broke off the pending switch's confirmations",
+            };
+            tracing::info!(
+                every = %humantime::format_duration(self.config.confirm_interval),
+                "a hub did not answer and {why}: reading again at --confirm-interval, once"
+            );
+        }
+        let relaxed = self.pacer.relaxed(vouched);
+        self.set_polling(relaxed);
+        unfinished
+    }
+
+    /// Shows `handoff` as the published decision: on the status page, and to the restart side
+    /// when its generation is new.
+    fn set_published(&mut self, handoff: Handoff) {
+        self.published = Some(handoff.clone());
+        self.decisions.send_if_modified(|d| {
+            let new = d.as_ref().map(|h| h.generation) != Some(handoff.generation);
+            *d = Some(handoff.clone());
+            new
+        });
+        self.view.send_modify(|s| s.published = Some(handoff));
+    }
+
+    /// Shows whether reads are relaxed to `--watched-poll-interval`, on change.
+    fn set_polling(&mut self, relaxed: bool) {
+        if self.relaxed == relaxed {
+            return;
+        }
+        self.relaxed = relaxed;
+        let interval = if relaxed {
+            tracing::info!(
+                every = %humantime::format_duration(self.config.watched_poll_interval),
+                "every hub's watch vouches for its hub: reading at --watched-poll-interval"
+            );
+            self.config.watched_poll_interval
+        } else {
+            tracing::info!(
+                every = %humantime::format_duration(self.config.poll_interval),
+                "reading at --poll-interval"
+            );
+            self.config.poll_interval
+        };
+        self.metrics.poll_interval.set(interval.as_secs_f64());
+        self.view.send_modify(|s| s.polling_relaxed = relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The follower driven as the loop drives it, without sockets, files or sleeps: each round
+    //! is given its answers and the time, and each write its outcome.
+
+    use std::time::Duration;
+
+    use tokio::sync::mpsc;
+
+    use super::*;
+    use crate::claim::Endpoint;
+    use crate::events::Note;
+    use crate::state::Mode;
+    use crate::testing::settings;
+    use crate::verdict::ProbeError;
+
+    const A: &str = "https://a.example:6443";
+    const B: &str = "https://b.example:6443";
+
+    /// A follower, its Events, and the time on both clocks; each round is a second later.
+    struct Run {
+        core: Core,
+        notes: mpsc::Receiver<Note>,
+        now: Timestamp,
+        at: Instant,
+        /// Whether the next writes fail.
+        failing: bool,
+    }
+
+    fn run(extra: &[&str]) -> Run {
+        let mut args = vec!["--hub-endpoint", A, "--secondary-endpoint", B];
+        args.extend_from_slice(&["--cluster-name", "w1", "--namespace", "p"]);
+        args.extend_from_slice(extra);
+        let config = Arc::new(Config::from_settings(&settings(&args)).expect("valid settings"));
+        let ids: Vec<HubId> = config.hubs.iter().map(|h| h.id).collect();
+        let metrics = Metrics::new(&ids, "none").expect("metrics");
+        let view = FollowerView::new(Mode::Follow, config.confirmations, Duration::from_secs(60));
+        let at = Instant::now();
+        let mut core = Core::new(config, metrics, view, at);
+        let (tx, notes) = mpsc::channel(256);
+        let failed =
+            prometheus::IntCounterVec::new(prometheus::Opts::new("failed", "failed"), &["why"])
+                .expect("a counter");
+        core.events = Sink::new(tx, failed);
+        Run {
+            core,
+            notes,
+            now: Timestamp::from_second(1_800_000_000).expect("a time"),
+            at,
+            failing: false,
+        }
+    }
+
+    fn claim(endpoint: &str, epoch: Option<u64>, written: Timestamp) -> Verdict {
+        Verdict::Claim(Claim {
+            endpoint: Endpoint::parse(endpoint).expect("an endpoint"),
+            identity: Some(format!("ctrl-{}", &endpoint[8..9])),
+            last_updated: Some(written),
+            epoch,
+        })
+    }
+
+    fn unreachable() -> Verdict {
+        Verdict::Error(ProbeError::new(ErrorReason::Connect, "connection refused"))
+    }
+
+    impl Run {
+        /// One round with these answers (primary, secondary) and what the watches showed;
+        /// every write it asks for, as made.
+        fn round_seen(
+            &mut self,
+            a: Verdict,
+            b: Verdict,
+            shown: &[(HubId, u64, Claim)],
+        ) -> Vec<Handoff> {
+            self.now += jiff::SignedDuration::from_secs(1);
+            self.at += Duration::from_secs(1);
+            let probes = [(HubId::PRIMARY, a), (HubId::SECONDARY, b)].map(|(hub, verdict)| Probe {
+                hub,
+                verdict,
+                latency: Duration::from_millis(3),
+            });
+            self.core.round(self.now, &probes, shown, false);
+            let written = self.write();
+            self.core.round_done(self.at, self.at, None, false);
+            written
+        }
+
+        fn round(&mut self, a: Verdict, b: Verdict) -> Vec<Handoff> {
+            self.round_seen(a, b, &[])
+        }
+
+        fn write(&mut self) -> Vec<Handoff> {
+            let mut written = Vec::new();
+            while let Some(write) = self.core.poll_write(self.now) {
+                let outcome = if self.failing {
+                    Err("No space left on device".to_string())
+                } else {
+                    written.push(write.handoff.clone());
+                    Ok(())
+                };
+                self.core.written(write, outcome, self.now);
+            }
+            written
+        }
+
+        /// The Events recorded since the last look, by reason.
+        fn events(&mut self) -> Vec<&'static str> {
+            std::iter::from_fn(|| self.notes.try_recv().ok())
+                .map(|n| n.reason)
+                .collect()
+        }
+
+        fn ago(&self, secs: i64) -> Timestamp {
+            self.now - jiff::SignedDuration::from_secs(secs)
+        }
+    }
+
+    #[test]
+    fn the_first_decision_needs_no_confirmation_and_a_switch_needs_n_rounds_said_once() {
+        let mut r = run(&[]);
+        let t = r.now;
+        let first = r.round(claim(A, None, t), claim(A, None, t));
+        assert_eq!(first.len(), 1);
+        assert_eq!(
+            (first[0].hub, first[0].reason, first[0].generation),
+            (HubId::PRIMARY, Reason::Startup, 1)
+        );
+
+        let promoted = r.now;
+        let mut rounds = 0;
+        let switch = loop {
+            rounds += 1;
+            assert!(rounds <= 10, "no switch after 10 rounds");
+            let written = r.round(unreachable(), claim(B, None, promoted));
+            if let Some(h) = written.into_iter().next() {
+                break h;
+            }
+        };
+        assert_eq!(rounds, r.core.config.confirmations as usize);
+        assert_eq!(
+            (switch.hub, switch.reason, switch.generation),
+            (HubId::SECONDARY, Reason::Switch, 2)
+        );
+        assert_eq!(r.core.metrics.switches.get(), 1);
+        let events = r.events();
+        assert_eq!(
+            events.iter().filter(|e| **e == "HubSwitched").count(),
+            1,
+            "{events:?}"
+        );
+        assert!(
+            events.contains(&"HubSwitchPending") && events.contains(&"HubUnreachable"),
+            "{events:?}"
+        );
+        // Agreement after the switch moves nothing and writes nothing.
+        for _ in 0..5 {
+            assert_eq!(
+                r.round(claim(B, None, promoted), claim(B, None, promoted)),
+                vec![]
+            );
+        }
+        assert_eq!(r.core.published().map(|h| h.generation), Some(2));
+    }
+
+    #[test]
+    fn a_failed_write_is_offered_again_next_round_in_the_same_generation() {
+        let mut r = run(&[]);
+        let t = r.now;
+        r.failing = true;
+        assert_eq!(r.round(claim(A, None, t), claim(A, None, t)), vec![]);
+        assert_eq!(r.core.metrics.handoff_write_errors.get(), 1);
+        assert!(r.core.published().is_none() && r.core.unpublished());
+        // Offered once per round: the failed write is not retried within the round.
+        assert!(r.core.poll_write(r.now).is_none());
+        r.failing = false;
+        let written = r.round(claim(A, None, t), claim(A, None, t));
+        assert_eq!(written.len(), 1);
+        assert_eq!(
+            (written[0].hub, written[0].reason, written[0].generation),
+            (HubId::PRIMARY, Reason::Startup, 1)
+        );
+        assert!(!r.core.unpublished());
+    }
+
+    #[test]
+    fn a_fresher_claim_for_the_published_hub_rewrites_the_basis_not_the_generation() {
+        let mut r = run(&[]);
+        let t = r.now;
+        r.round(claim(A, None, t), claim(A, None, t));
+        let mut decisions = r.core.decisions.subscribe();
+        decisions.borrow_and_update();
+        let later = r.now;
+        let written = r.round(claim(A, None, later), claim(A, None, later));
+        assert_eq!(written.len(), 1, "one rewrite of the basis");
+        assert_eq!(written[0].generation, 1);
+        let basis = written[0].basis.as_ref().and_then(|b| b.claim().ok());
+        assert_eq!(basis.and_then(|c| c.last_updated), Some(later));
+        assert!(
+            !decisions.has_changed().expect("open"),
+            "the restart side is not woken by a basis"
+        );
+        // The same claim again writes nothing.
+        assert_eq!(
+            r.round(claim(A, None, later), claim(A, None, later)),
+            vec![]
+        );
+    }
+
+    #[test]
+    fn a_restarted_sidecar_resumes_in_a_new_generation_without_a_switch() {
+        let mut r = run(&[]);
+        let mut earlier = crate::testing::handoff(HubId::SECONDARY, 4, Reason::Switch);
+        earlier.endpoint = B.to_string();
+        earlier.decided_at = r.ago(30).to_string();
+        r.core.resume(Earlier::Decision(Box::new(earlier)));
+        let resumed = r.write();
+        assert_eq!(resumed.len(), 1);
+        assert_eq!(
+            (resumed[0].hub, resumed[0].reason, resumed[0].generation),
+            (HubId::SECONDARY, Reason::Resumed, 5)
+        );
+        let t = r.now;
+        for _ in 0..5 {
+            let written = r.round(claim(B, None, t), claim(B, None, t));
+            assert!(
+                written
+                    .iter()
+                    .all(|h| h.generation == 5 && h.hub == HubId::SECONDARY),
+                "{written:?}"
+            );
+        }
+        assert_eq!(r.core.metrics.switches.get(), 0);
+        assert!(!r.events().contains(&"HubSwitched"));
+    }
+
+    #[test]
+    fn an_unreadable_handoff_is_followed_by_a_later_generation() {
+        let mut r = run(&[]);
+        r.core.resume(Earlier::Unreadable {
+            error: "truncated".into(),
+            generation: Some(7),
+        });
+        assert_eq!(r.write(), vec![]);
+        let t = r.now;
+        let first = r.round(claim(A, None, t), claim(A, None, t));
+        assert_eq!(
+            first
+                .iter()
+                .map(|h| (h.generation, h.reason))
+                .collect::<Vec<_>>(),
+            vec![(8, Reason::Startup)]
+        );
+    }
+
+    #[test]
+    fn a_pin_read_from_its_file_moves_the_worker_in_n_rounds_and_its_removal_is_said() {
+        let mut r = run(&["--override-dir", "/overrides"]);
+        let t = r.now;
+        r.round(claim(A, None, t), claim(A, None, t));
+        let until = (r.now + jiff::SignedDuration::from_hours(1)).to_string();
+        let files = |pin: &str| {
+            vec![
+                (Kind::Pin, Ok(pin.to_string())),
+                (Kind::Drain, Ok(String::new())),
+            ]
+        };
+        assert!(r
+            .core
+            .overrides_read(r.now, files(&format!("secondary until {until}"))));
+        assert!(r.events().contains(&"HubPinned"));
+        let mut moved = None;
+        for round in 1..=5 {
+            if let Some(h) = r
+                .round(claim(A, None, t), claim(A, None, t))
+                .into_iter()
+                .next()
+            {
+                moved = Some((round, h));
+                break;
+            }
+        }
+        let (round, h) = moved.expect("the pin moved the worker");
+        assert_eq!(round, r.core.config.confirmations as usize);
+        assert_eq!((h.hub, h.reason), (HubId::SECONDARY, Reason::Switch));
+        let by = h.steered_by.expect("the handoff says what steered it");
+        assert_eq!(
+            (by.kind.as_str(), by.hub.as_str(), by.until.as_str()),
+            ("pin", "secondary", until.as_str())
+        );
+        // The same text again is no change; its removal ends the pin.
+        assert!(!r
+            .core
+            .overrides_read(r.now, files(&format!("secondary until {until}"))));
+        assert!(r.core.overrides_read(r.now, files("")));
+        assert!(r.events().contains(&"HubPinEnded"));
+    }
+
+    #[test]
+    fn a_time_already_past_is_refused_and_moves_nothing() {
+        let mut r = run(&["--override-dir", "/overrides"]);
+        let t = r.now;
+        r.round(claim(A, None, t), claim(A, None, t));
+        let past = r.ago(60).to_string();
+        let files = vec![
+            (Kind::Pin, Ok(format!("secondary until {past}"))),
+            (Kind::Drain, Ok(String::new())),
+        ];
+        assert!(!r.core.overrides_read(r.now, files));
+        assert_eq!(r.events(), vec!["HubOverrideRefused"]);
+        for _ in 0..5 {
+            assert_eq!(r.round(claim(A, None, t), claim(A, None, t)), vec![]);
+        }
+    }
+
+    #[test]
+    fn a_split_brain_the_worker_erases_moves_it_once_per_window_and_is_said_once() {
+        // Both controllers claim themselves at one epoch, and the worker erases the claim on
+        // the hub it is on: the reads see only the other hub's claim, the watch saw both.
+        // Each controller republishes its claim every round.
+        let mut r = run(&["--split-brain-window", "5m"]);
+        let t = r.now;
+        r.round(claim(A, Some(3), t), claim(A, Some(3), t));
+        let as_claim = |v: &Verdict| match v {
+            Verdict::Claim(c) => c.clone(),
+            _ => unreachable!("a claim"),
+        };
+        let mut n = 0;
+        let mut switches = 0;
+        for _ in 0..120 {
+            n += 1;
+            let (a_self, b_self) = (claim(A, Some(3), r.now), claim(B, Some(3), r.now));
+            let on = r.core.published().map(|h| h.hub).expect("a decision");
+            let (a, b) = if on == HubId::PRIMARY {
+                (Verdict::NoClaim, b_self.clone())
+            } else {
+                (a_self.clone(), Verdict::NoClaim)
+            };
+            let shown = [
+                (HubId::PRIMARY, n, as_claim(&a_self)),
+                (HubId::SECONDARY, n, as_claim(&b_self)),
+            ];
+            switches += r
+                .round_seen(a, b, &shown)
+                .iter()
+                .filter(|h| h.reason == Reason::Switch)
+                .count();
+        }
+        assert_eq!(switches, 1, "switches in 2 minutes of split brain");
+        assert_eq!(r.core.metrics.split_brain.get(), 1);
+        let events = r.events();
+        assert_eq!(
+            events.iter().filter(|e| **e == "HubSplitBrain").count(),
+            1,
+            "{events:?}"
+        );
+    }
+}

@@ -1,0 +1,567 @@
+//! The whole follower, simulated: its core driven as the loop drives it, round after round on a
+//! virtual clock, through a seeded world of two or three hubs. `tests/simulation.rs` drives
+//! the resolver alone; this drives everything around it too: the watches' news, the worker's
+//! erasure, the pin file's text, writes that fail, and sidecar restarts that resume from what
+//! the last successful write left on disk.
+//!
+//! The world, by seed: a cold start with every hub silent; promotions, with and without epochs;
+//! an Active that dies for good while its successor's epoch counter restarts; hubs that go
+//! silent for a while; a split brain (two hubs each claiming themselves at one epoch) for five
+//! minutes; a pin; a failed write now and then; sidecar restarts. The worker is on the hub on
+//! disk and erases the claim there right after each republish, so reads of its hub mostly see
+//! no claim while its watch saw one.
+//!
+//! Invariants, after every round:
+//! - safety: every write names a configured hub; generations go up by one per decision and
+//!   never back; a restarted sidecar's first write resumes the hub on disk; a switch to a hub
+//!   comes after N rounds of this run in each of which a read named it (or, pinned, it
+//!   answered); no decision from silence before `--default-after`;
+//! - liveness: after the world has been calm (no split brain, no pin, the Active's hub up and
+//!   every live hub naming it, no sidecar restart) for the dead-hub bound plus the split-brain
+//!   window, the worker is on the Active's hub. Not across restarts: rule 10 counts a hub's
+//!   silence from the process's first round at the latest, so a sidecar that restarts more
+//!   often than `--dead-hub-after` keeps a worker on a dead hub (while
+//!   HubFollowerActiveHubUnreachable fires);
+//! - stability: within a split brain, two switches the claims made (not a pin) off a hub
+//!   that answers (moving off a silent one is a failover) are at least a window apart;
+//! - resources: nothing the core keeps per hub outgrows the hubs.
+//!
+//! Each invariant has a mutant that it catches (the tests at the end). HUB_SIM_SEEDS=N runs N
+//! seeds (default 1000); HUB_SIM_SEED=S replays one, printing each round. 10^5 seeds:
+//! `HUB_SIM_SEEDS=100000 cargo test --release --lib follower::simulation::the_whole`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use jiff::{SignedDuration, Timestamp};
+use tokio::time::Instant;
+
+use super::core::{Core, Earlier};
+use crate::claim::{Claim, Endpoint};
+use crate::config::Config;
+use crate::handoff::Handoff;
+use crate::hub::Probe;
+use crate::metrics::Metrics;
+use crate::overrides::Kind;
+use crate::resolver::Reason;
+use crate::state::{FollowerView, Mode};
+use crate::testing::settings;
+use crate::verdict::{ErrorReason, HubId, ProbeError, Verdict};
+
+const EP: [&str; 3] = [
+    "https://10.1.80.11:6443",
+    "https://10.1.80.12:6443",
+    "https://10.1.80.13:6443",
+];
+const N: usize = 3;
+/// Virtual time between rounds.
+const TICK: Duration = Duration::from_secs(2);
+const ROUNDS: usize = 800;
+const DEAD_AFTER: Duration = Duration::from_secs(180);
+const WINDOW: Duration = Duration::from_secs(300);
+const DEFAULT_AFTER: Duration = Duration::from_secs(30);
+/// Calm this long, in rounds, and the worker must be on the Active's hub.
+const CALM: usize = ((DEAD_AFTER.as_secs() + WINDOW.as_secs() + 20) / TICK.as_secs()) as usize;
+const SPLIT_ROUNDS: usize = 150;
+
+/// splitmix64: enough randomness for a world, and the same world for the same seed.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn chance(&mut self, p: f64) -> bool {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64 <= p
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+/// What a run is driven with: the real follower, or one with a rule bent out of shape.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Bent {
+    None,
+    /// `--split-brain-window 0s`.
+    NoWindow,
+    /// `--dead-hub-after` longer than the run: a dead hub's basis holds.
+    NoDeadHubBound,
+    /// `--default-after 0s`: the primary at once from silence.
+    DefaultAtOnce,
+    /// A restarted sidecar that ignores what is on disk.
+    ForgetsOnRestart,
+}
+
+fn ids(k: usize) -> Vec<HubId> {
+    [HubId::PRIMARY, HubId::SECONDARY, HubId::named("hub-c")][..k].to_vec()
+}
+
+fn core(k: usize, bent: Bent, at: Instant) -> Core {
+    let hubs = format!("hub-c={}", EP[2]);
+    let mut args = vec!["--hub-endpoint", EP[0], "--secondary-endpoint", EP[1]];
+    if k == 3 {
+        args.extend_from_slice(&["--hubs", &hubs]);
+    }
+    args.extend_from_slice(&[
+        "--cluster-name",
+        "w1",
+        "--namespace",
+        "p",
+        "--override-dir",
+        "/o",
+    ]);
+    args.extend_from_slice(match bent {
+        Bent::NoWindow => &["--split-brain-window", "0s"],
+        Bent::NoDeadHubBound => &["--dead-hub-after", "10h"],
+        Bent::DefaultAtOnce => &["--default-after", "0s"],
+        _ => &[],
+    });
+    let config = Arc::new(Config::from_settings(&settings(&args)).expect("valid settings"));
+    let metrics = Metrics::new(&ids(k), "none").expect("metrics");
+    let view = FollowerView::new(Mode::Follow, config.confirmations, Duration::from_secs(60));
+    Core::new(config, metrics, view, at)
+}
+
+struct World {
+    rng: Rng,
+    k: usize,
+    epochs: bool,
+    /// Rounds each hub stays silent for (0: up); `usize::MAX`: for good.
+    down: Vec<usize>,
+    /// The hub whose controller is Active, and its epoch.
+    active: usize,
+    epoch: u64,
+    /// Each hub's controller's word: whom it names.
+    names: Vec<usize>,
+    split: Option<(usize, usize)>,
+    /// The watch's count of claims shown, per hub.
+    shown: Vec<u64>,
+    /// The round a cold start ends, the round the Active dies, a split brain begins, a pin
+    /// begins (and of whom).
+    cold_until: usize,
+    death_at: Option<usize>,
+    split_at: Option<usize>,
+    pin: Option<(usize, usize)>,
+}
+
+impl World {
+    fn new(seed: u64) -> Self {
+        let mut rng = Rng(seed);
+        let k = 2 + rng.below(2);
+        let epochs = rng.chance(0.6);
+        let cold_until = if rng.chance(0.3) {
+            3 + rng.below(20)
+        } else {
+            0
+        };
+        let death_at = rng.chance(0.4).then(|| 50 + rng.below(250));
+        let split_at = rng.chance(0.35).then(|| 30 + rng.below(400));
+        let pin = rng.chance(0.2).then(|| (40 + rng.below(400), rng.below(k)));
+        Self {
+            k,
+            epochs,
+            down: vec![0; k],
+            active: 0,
+            epoch: 8,
+            names: vec![0; k],
+            split: None,
+            shown: vec![0; k],
+            cold_until,
+            death_at,
+            split_at,
+            pin,
+            rng,
+        }
+    }
+
+    fn up(&self, h: usize) -> bool {
+        self.down[h] == 0
+    }
+
+    /// The world's events at `round`.
+    fn step(&mut self, round: usize) {
+        for d in self
+            .down
+            .iter_mut()
+            .filter(|d| **d != usize::MAX && **d > 0)
+        {
+            *d -= 1;
+        }
+        if round < self.cold_until {
+            for (h, d) in self.down.iter_mut().enumerate() {
+                if *d != usize::MAX {
+                    *d = (self.cold_until - round).max(h);
+                }
+            }
+        }
+        if Some(round) == self.death_at {
+            // The Active's hub dies for good; another is promoted, its epoch counter restarted.
+            self.down[self.active] = usize::MAX;
+            self.active = (self.active + 1) % self.k;
+            self.epoch = 1;
+        } else if round > self.cold_until && self.split.is_none() && self.rng.chance(0.006) {
+            let next = self.rng.below(self.k);
+            if self.up(next) && next != self.active {
+                self.active = next;
+                self.epoch += 1;
+            }
+        }
+        if round > self.cold_until && self.rng.chance(0.01) {
+            let h = self.rng.below(self.k);
+            if self.down[h] != usize::MAX {
+                self.down[h] = 3 + self.rng.below(15);
+            }
+        }
+        // A split brain lasts its whole episode: the two controllers claim themselves
+        // whichever hub answers.
+        self.split = match (self.split_at, self.split) {
+            (Some(s), kept) if (s..s + SPLIT_ROUNDS).contains(&round) => {
+                kept.or(Some((self.active, (self.active + 1) % self.k)))
+            }
+            _ => None,
+        };
+        for h in 0..self.k {
+            self.names[h] = match self.split {
+                Some((x, y)) if h == x || h == y => h,
+                _ => self.active,
+            };
+        }
+    }
+
+    fn pinned(&self, round: usize) -> Option<usize> {
+        self.pin
+            .filter(|(at, _)| (*at..*at + 60).contains(&round))
+            .map(|(_, h)| h)
+    }
+
+    /// Calm: no split brain, no pin, the Active's hub up, every live hub naming it.
+    fn calm(&self, round: usize) -> bool {
+        self.split.is_none()
+            && self.pinned(round).is_none()
+            && self.up(self.active)
+            && (0..self.k).all(|h| !self.up(h) || self.names[h] == self.active)
+    }
+
+    fn claim(&self, h: usize, now: Timestamp) -> Claim {
+        Claim {
+            endpoint: Endpoint::parse(EP[self.names[h]]).expect("an endpoint"),
+            identity: Some(format!("ctrl-{}", self.names[h])),
+            last_updated: Some(now),
+            epoch: self.epochs.then_some(self.epoch),
+        }
+    }
+}
+
+/// What the disk holds: the last decision written.
+struct Disk(Option<Handoff>);
+
+fn run(seed: u64, bent: Bent, verbose: bool) -> Result<(), String> {
+    let fail = |round: usize, what: String| {
+        Err(format!(
+            "seed {seed} failed at round {round}: {what}; replay with HUB_SIM_SEED={seed}"
+        ))
+    };
+    let mut world = World::new(seed);
+    let k = world.k;
+    let hubs = ids(k);
+    let base = Instant::now();
+    let t0 = Timestamp::from_second(1_800_000_000).expect("a time");
+    let mut core = core(k, bent, base);
+    let mut disk = Disk(None);
+    let mut generation = 0;
+    // Per round of this sidecar's life: the hubs a read named, and those that answered.
+    let mut named: Vec<Vec<usize>> = Vec::new();
+    let mut answered: Vec<Vec<usize>> = Vec::new();
+    let mut life_start = 0;
+    let mut restarted = false;
+    let mut calm_since: Option<(usize, (usize, u64))> = None;
+    let mut split_switches: Vec<usize> = Vec::new();
+
+    for round in 0..ROUNDS {
+        let now = t0 + SignedDuration::from_secs((round as u64 * TICK.as_secs()) as i64);
+        let at = base + TICK * round as u32;
+        world.step(round);
+        if round > 0 && world.rng.chance(0.01) {
+            // The sidecar restarts: a new core, resumed from the disk.
+            core = self::core(k, bent, at);
+            let earlier = match (&disk.0, bent) {
+                (_, Bent::ForgetsOnRestart) | (None, _) => Earlier::Nothing,
+                (Some(h), _) => Earlier::Decision(Box::new(h.clone())),
+            };
+            core.resume(earlier);
+            life_start = round;
+            if verbose {
+                println!(
+                    "round {round:>3} the sidecar restarts; on disk: {:?}",
+                    disk.0.as_ref().map(|h| (h.hub, h.reason, h.generation))
+                );
+            }
+            restarted = disk.0.is_some();
+            named.clear();
+            answered.clear();
+        }
+        let worker = disk
+            .0
+            .as_ref()
+            .map(|h| hubs.iter().position(|x| *x == h.hub).unwrap_or(0));
+        let pin_text = world.pinned(round).map_or(String::new(), |h| {
+            format!("{} until {}", hubs[h], now + SignedDuration::from_secs(60))
+        });
+        core.overrides_read(
+            now,
+            vec![(Kind::Pin, Ok(pin_text)), (Kind::Drain, Ok(String::new()))],
+        );
+
+        let mut probes = Vec::new();
+        let mut shown = Vec::new();
+        let (mut named_now, mut answered_now) = (Vec::new(), Vec::new());
+        for (h, hub) in hubs.iter().copied().enumerate() {
+            let verdict = if world.up(h) {
+                let claim = world.claim(h, now);
+                world.shown[h] += 1;
+                shown.push((hub, world.shown[h], claim.clone()));
+                answered_now.push(h);
+                // The worker erases the claim on its hub right after each republish.
+                if Some(h) == worker && !world.rng.chance(0.2) {
+                    Verdict::NoClaim
+                } else {
+                    named_now.push(world.names[h]);
+                    Verdict::Claim(claim)
+                }
+            } else {
+                Verdict::Error(ProbeError::new(ErrorReason::Connect, "connection refused"))
+            };
+            probes.push(Probe {
+                hub: hubs[h],
+                verdict,
+                latency: Duration::from_millis(2),
+            });
+        }
+        named.push(named_now.clone());
+        answered.push(answered_now);
+        core.round(now, &probes, &shown, false);
+        let mut writes = Vec::new();
+        while let Some(write) = core.poll_write(now) {
+            let ok = !world.rng.chance(0.03);
+            if ok {
+                writes.push(write.handoff.clone());
+            }
+            core.written(
+                write,
+                if ok { Ok(()) } else { Err("disk full".into()) },
+                now,
+            );
+        }
+        core.round_done(at, at, None, false);
+
+        for h in writes {
+            let Some(i) = hubs.iter().position(|x| *x == h.hub) else {
+                return fail(
+                    round,
+                    format!("a decision for {} is no configured hub", h.hub),
+                );
+            };
+            if h.endpoint != EP[i] {
+                return fail(
+                    round,
+                    format!("{} written with the endpoint {}", h.hub, h.endpoint),
+                );
+            }
+            let new = disk.0.as_ref().is_none_or(|d| d.generation != h.generation);
+            if restarted && new {
+                restarted = false;
+                let on = disk.0.as_ref().map(|d| d.hub);
+                if h.reason != Reason::Resumed || Some(h.hub) != on {
+                    return fail(round, format!("the restarted sidecar's first decision is {} {:?}, not the resumed {on:?}", h.hub, h.reason));
+                }
+            }
+            if new && h.generation != generation + 1 {
+                return fail(
+                    round,
+                    format!("generation {} after {generation}", h.generation),
+                );
+            }
+            if new && h.reason == Reason::Switch {
+                let life = &named[..];
+                if life.len() < N {
+                    return fail(
+                        round,
+                        format!(
+                            "a switch to {} {} rounds after the sidecar started",
+                            h.hub,
+                            life.len()
+                        ),
+                    );
+                }
+                let pinned = world.pinned(round) == Some(i);
+                for r in life.len() - N..life.len() {
+                    if !(named[r].contains(&i) || pinned && answered[r].contains(&i)) {
+                        return fail(
+                            round,
+                            format!(
+                                "a switch to {} without {N} rounds naming it (round {} did not)",
+                                h.hub,
+                                life_start + r
+                            ),
+                        );
+                    }
+                }
+                // A pin's move is the operator's, not the split brain's; a move off a hub that
+                // does not answer is a failover.
+                let from_live = worker.is_some_and(|w| answered[answered.len() - 1].contains(&w));
+                if world.split.is_some() && h.steered_by.is_none() && from_live {
+                    if let Some(last) = split_switches.last().filter(|l| {
+                        (round - **l) * (TICK.as_secs() as usize) < WINDOW.as_secs() as usize
+                    }) {
+                        return fail(
+                            round,
+                            format!(
+                                "two switches in one split brain, at rounds {last} and {round}"
+                            ),
+                        );
+                    }
+                    split_switches.push(round);
+                }
+            }
+            if new
+                && h.reason == Reason::Default
+                && (round as u64) * TICK.as_secs() < DEFAULT_AFTER.as_secs()
+            {
+                return fail(
+                    round,
+                    format!(
+                        "the primary by default from silence at {}s",
+                        round as u64 * TICK.as_secs()
+                    ),
+                );
+            }
+            if new && h.reason == Reason::Startup && !named_now.contains(&i) {
+                return fail(
+                    round,
+                    format!("a first decision for {}, which no read named", h.hub),
+                );
+            }
+            if new {
+                generation = h.generation;
+            }
+            disk.0 = Some(h);
+        }
+
+        // Calm since the Active last changed, and since the sidecar last started: rule 10
+        // counts a hub's silence from this process's first round at the latest.
+        let leader = (world.active, world.epoch);
+        calm_since = match calm_since {
+            Some((since, was)) if world.calm(round) && was == leader && since >= life_start => {
+                Some((since, was))
+            }
+            _ if world.calm(round) => Some((round, leader)),
+            _ => None,
+        };
+        let on = disk.0.as_ref().map(|d| d.hub);
+        if let Some(since) = calm_since
+            .map(|(since, _)| since)
+            .filter(|s| round - s >= CALM)
+        {
+            if on != Some(hubs[world.active]) {
+                return fail(
+                    round,
+                    format!(
+                        "calm since round {since}, the worker is on {on:?}, not the Active {}",
+                        hubs[world.active]
+                    ),
+                );
+            }
+        }
+        if core.footprint() > k {
+            return fail(
+                round,
+                format!("the core keeps {} entries for {k} hubs", core.footprint()),
+            );
+        }
+        if verbose {
+            let held = core
+                .view
+                .borrow()
+                .held
+                .as_ref()
+                .map(|h| format!("{} {}: {}", h.candidate, h.reason, h.why));
+            let pending = core
+                .view
+                .borrow()
+                .pending
+                .as_ref()
+                .map(|p| (p.candidate.hub, p.count));
+            println!("round {round:>3} t={:>4}s active={} epoch={:?} split={:?} down={:?} pin={:?} worker={on:?} pending={pending:?} held={held:?}", round as u64 * TICK.as_secs(), hubs[world.active], world.epochs.then_some(world.epoch), world.split, world.down, world.pinned(round));
+        }
+    }
+    Ok(())
+}
+
+fn seeds() -> Vec<u64> {
+    if let Some(seed) = std::env::var("HUB_SIM_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+    {
+        return vec![seed];
+    }
+    let n = std::env::var("HUB_SIM_SEEDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1000);
+    (0..n).collect()
+}
+
+#[test]
+fn the_whole_follower_holds_every_invariant_in_every_world() {
+    let verbose = std::env::var("HUB_SIM_SEED").is_ok();
+    let failures: Vec<String> = seeds()
+        .into_iter()
+        .filter_map(|s| run(s, Bent::None, verbose).err())
+        .collect();
+    assert!(
+        failures.is_empty(),
+        "{} seeds failed; first: {}",
+        failures.len(),
+        failures[0]
+    );
+}
+
+/// `bent` must fail at least one seed, with `because` in its message.
+fn caught(bent: Bent, because: &str) {
+    let mut failures = (0..1000).filter_map(|s| run(s, bent, false).err());
+    let first = failures.next();
+    assert!(
+        first.as_deref().is_some_and(|f| f.contains(because)),
+        "{bent:?} went unnoticed in 1000 seeds, or failed otherwise first: {first:?}"
+    );
+}
+
+#[test]
+fn a_follower_without_the_split_brain_window_is_caught_flapping() {
+    caught(Bent::NoWindow, "two switches in one split brain");
+}
+
+#[test]
+fn a_follower_whose_dead_hub_holds_it_is_caught_stranded() {
+    caught(Bent::NoDeadHubBound, "not the Active");
+}
+
+#[test]
+fn a_follower_that_decides_from_silence_is_caught() {
+    caught(Bent::DefaultAtOnce, "by default from silence");
+}
+
+#[test]
+fn a_follower_that_forgets_on_restart_is_caught() {
+    caught(
+        Bent::ForgetsOnRestart,
+        "the restarted sidecar's first decision",
+    );
+}
