@@ -146,7 +146,27 @@ fn check_identity(raw: &str) -> Result<(), ClaimError> {
 #[derive(Deserialize)]
 struct ClusterDoc {
     #[serde(default)]
+    metadata: Option<MetadataDoc>,
+    #[serde(default)]
     status: Option<StatusDoc>,
+}
+
+#[derive(Deserialize)]
+struct MetadataDoc {
+    #[serde(default, rename = "resourceVersion")]
+    resource_version: Option<String>,
+}
+
+/// A resourceVersion longer than this, or with anything but ASCII letters, digits, `-` and
+/// `_`, is not kept: it only ever serves to tell whether the object changed, and what a hub
+/// says is bounded. etcd's are decimal numbers.
+pub const MAX_RESOURCE_VERSION_LEN: usize = 64;
+
+/// `raw`, if it is a resourceVersion worth keeping ([`MAX_RESOURCE_VERSION_LEN`]).
+pub fn bounded_resource_version(raw: &str) -> Option<String> {
+    let ok = |c: char| c.is_ascii_alphanumeric() || c == '-' || c == '_';
+    (!raw.is_empty() && raw.len() <= MAX_RESOURCE_VERSION_LEN && raw.chars().all(ok))
+        .then(|| raw.to_string())
 }
 
 #[derive(Deserialize)]
@@ -171,9 +191,23 @@ struct ActiveControllerDoc {
 
 /// Reads the claim out of a `Cluster` object's JSON. `Ok(None)` is "answered, published nothing".
 pub fn parse_cluster(body: &[u8]) -> Result<Option<Claim>, ClaimError> {
+    parse_cluster_versioned(body).map(|(claim, _)| claim)
+}
+
+/// The claim, and the object's resourceVersion when it carries one worth keeping: the same
+/// version on a later read means the object was not written in between.
+pub fn parse_cluster_versioned(body: &[u8]) -> Result<(Option<Claim>, Option<String>), ClaimError> {
     let doc: ClusterDoc =
         serde_json::from_slice(body).map_err(|e| ClaimError::Json(e.to_string()))?;
-    let Some(ac) = doc.status.and_then(|s| s.active_controller) else {
+    let version = doc
+        .metadata
+        .and_then(|m| m.resource_version)
+        .and_then(|v| bounded_resource_version(&v));
+    Ok((claim_of(doc.status)?, version))
+}
+
+fn claim_of(status: Option<StatusDoc>) -> Result<Option<Claim>, ClaimError> {
+    let Some(ac) = status.and_then(|s| s.active_controller) else {
         return Ok(None);
     };
     let Some(raw_endpoint) = ac.endpoint.filter(|e| !e.trim().is_empty()) else {
@@ -208,6 +242,17 @@ pub fn parse_cluster(body: &[u8]) -> Result<Option<Claim>, ClaimError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_resource_version_is_kept_only_when_short_and_plain() {
+        let body = |rv: &str| format!(r#"{{"metadata":{{"resourceVersion":{rv:?}}}}}"#);
+        let version = |rv: &str| parse_cluster_versioned(body(rv).as_bytes()).unwrap().1;
+        assert_eq!(version("12345"), Some("12345".to_string()));
+        assert_eq!(version(""), None);
+        assert_eq!(version(&"9".repeat(MAX_RESOURCE_VERSION_LEN + 1)), None);
+        assert_eq!(version("1 2"), None);
+        assert_eq!(parse_cluster_versioned(b"{}").unwrap(), (None, None));
+    }
 
     fn ep(s: &str) -> Endpoint {
         Endpoint::parse(s).unwrap()

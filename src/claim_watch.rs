@@ -19,7 +19,7 @@ use serde::Serialize;
 use tokio::sync::{watch, Notify};
 use tokio::time::Instant;
 
-use crate::claim::{parse_cluster, Claim, Endpoint};
+use crate::claim::{bounded_resource_version, parse_cluster, Claim, Endpoint};
 use crate::metrics::Metrics;
 use crate::resolver::Candidate;
 use crate::verdict::HubId;
@@ -56,6 +56,21 @@ pub struct WatchView {
     /// is on (rule 11).
     #[serde(skip)]
     pub shown: Option<(u64, Claim)>,
+    /// What the watch has followed without a gap, for confirmations the watch vouches for.
+    #[serde(skip)]
+    pub tracked: Option<Tracked>,
+}
+
+/// The object as the watch has followed it: its resourceVersion as the last event or list
+/// showed it, and since when every event has shown the same claim, compared on all but
+/// `lastUpdated` (rule 6). None before a list, while the object does not exist, and after a
+/// failure: what happened while the watch was away is not known.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tracked {
+    pub resource_version: String,
+    pub since: Instant,
+    /// The candidate and epoch every event since `since` has shown; none for no usable claim.
+    held: Option<(Candidate, Option<u64>)>,
 }
 
 impl WatchView {
@@ -68,6 +83,7 @@ impl WatchView {
             last_error: None,
             vouches_until: None,
             shown: None,
+            tracked: None,
         }
     }
 
@@ -240,6 +256,7 @@ impl HubWatch {
                     WatchEvent::Modified(o) => ("modified", Some(self.advance(&mut rv, &o))),
                     WatchEvent::Deleted(o) => {
                         self.advance(&mut rv, &o);
+                        self.view.send_modify(|view| view.tracked = None);
                         ("deleted", Some(None))
                     }
                     WatchEvent::Bookmark(b) => {
@@ -316,7 +333,13 @@ impl HubWatch {
                 "the list carried no resourceVersion".into(),
             ));
         };
-        let seen = list.items.first().and_then(|o| self.show(o));
+        let seen = match list.items.first() {
+            Some(o) => self.show(o, true),
+            None => {
+                self.view.send_modify(|view| view.tracked = None);
+                None
+            }
+        };
         Ok((seen, rv))
     }
 
@@ -343,16 +366,39 @@ impl HubWatch {
         if let Some(v) = &object.metadata.resource_version {
             rv.clone_from(v);
         }
-        self.show(object)
+        self.show(object, false)
     }
 
-    /// The object's candidate; a claim it carries is kept in the view as the last one shown.
-    fn show(&self, object: &DynamicObject) -> Seen {
-        let claim = claim_in(object)?;
-        let seen = Candidate::of(&claim, &self.hubs);
+    /// The object's candidate; a claim it carries is kept in the view as the last one shown,
+    /// and the object is tracked. `fresh`: from a list, after which nothing before is known.
+    fn show(&self, object: &DynamicObject, fresh: bool) -> Seen {
+        let claim = claim_in(object);
+        let seen = claim.as_ref().and_then(|c| Candidate::of(c, &self.hubs));
+        let held = claim
+            .as_ref()
+            .and_then(|c| Some((Candidate::of(c, &self.hubs)?, c.epoch)));
+        let version = object
+            .metadata
+            .resource_version
+            .as_deref()
+            .and_then(bounded_resource_version);
+        let now = Instant::now();
         self.view.send_modify(|view| {
-            let n = view.shown.as_ref().map_or(0, |(n, _)| *n) + 1;
-            view.shown = Some((n, claim));
+            view.tracked = version.map(|resource_version| {
+                let since = match &view.tracked {
+                    Some(t) if !fresh && t.held == held => t.since,
+                    _ => now,
+                };
+                Tracked {
+                    resource_version,
+                    since,
+                    held,
+                }
+            });
+            if let Some(claim) = claim {
+                let n = view.shown.as_ref().map_or(0, |(n, _)| *n) + 1;
+                view.shown = Some((n, claim));
+            }
         });
         seen
     }
@@ -400,6 +446,7 @@ impl HubWatch {
             }
             if state != WatchState::Up {
                 view.vouches_until = None;
+                view.tracked = None;
             }
             view.state = state;
             if error.is_some() {

@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use futures_util::FutureExt;
 use jiff::Timestamp;
 use tokio::sync::{watch, Notify};
 use tokio::time::Instant;
@@ -25,7 +26,7 @@ mod pace;
 mod simulation;
 mod steering;
 
-use self::core::{Core, Earlier};
+use self::core::{Core, Earlier, Watched};
 
 /// The driver: the reads of the hubs and of the pin and drain files, the handoff writes and
 /// the sleeping. What to make of them is `core`, which does no IO.
@@ -126,14 +127,24 @@ impl Follower {
                 }
                 pace::Act::Read => {}
             }
+            // News that came meanwhile is in these reads: it starts no round of its own.
+            let _ = self.trigger.notified().now_or_never();
             let started = Instant::now();
+            // Taken before the reads: a write the reads see and the watch has not yet shown
+            // makes the versions differ, and the round counts as one.
+            let watched = self.watched(started);
             let probes = tokio::select! {
                 _ = shutdown.changed() => return,
                 probes = probe_all(&mut self.hubs) => probes,
             };
             let shown = self.shown();
-            self.core
-                .round(Timestamp::now(), &probes, &shown, woke == pace::Wake::News);
+            self.core.round(
+                Timestamp::now(),
+                &probes,
+                &shown,
+                &watched,
+                woke == pace::Wake::News,
+            );
             self.write().await;
             let paused_until = self
                 .hubs
@@ -154,6 +165,25 @@ impl Follower {
             .filter_map(|(hub, view)| {
                 let (n, claim) = view.borrow().shown.clone()?;
                 Some((*hub, n, claim))
+            })
+            .collect()
+    }
+
+    /// What each hub's watch vouches for at `now`: none from a watch without a recent
+    /// heartbeat, or one that has not followed the object without a gap.
+    fn watched(&self, now: Instant) -> Vec<(HubId, Watched)> {
+        self.watches
+            .iter()
+            .filter_map(|(hub, view)| {
+                let view = view.borrow();
+                let tracked = view.tracked.as_ref().filter(|_| view.vouches(now))?;
+                Some((
+                    *hub,
+                    Watched {
+                        resource_version: tracked.resource_version.clone(),
+                        held_for: now.saturating_duration_since(tracked.since),
+                    },
+                ))
             })
             .collect()
     }

@@ -65,6 +65,11 @@ pub struct Handoff {
     /// kept; `decidedAt` of a `switch` stands in then.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub moved_at: Option<String>,
+    /// RFC 3339: since when the decision's hub has not answered, while it does not; so that
+    /// a restarted sidecar, however many times it restarts, counts `--dead-hub-after` from
+    /// there (rule 10), not from its own start. Absent while the hub answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub silent_since: Option<String>,
 }
 
 /// `override` in `active-hub.json`.
@@ -513,6 +518,24 @@ mod tests {
             namespace: Some("kubeslice-acme".into()),
             ..crate::testing::handoff(HubId::SECONDARY, generation, Reason::Switch)
         }
+    }
+
+    #[test]
+    fn the_start_of_the_hubs_silence_round_trips_as_silent_since() {
+        let h = Handoff {
+            silent_since: Some("2026-12-02T10:01:00Z".into()),
+            ..sample(7)
+        };
+        let json = h.to_json();
+        assert!(
+            json.contains("\"silentSince\": \"2026-12-02T10:01:00Z\""),
+            "{json}"
+        );
+        assert_eq!(
+            Handoff::from_json(json.as_bytes(), Path::new("x")).unwrap(),
+            h
+        );
+        assert!(!sample(7).to_json().contains("silentSince"));
     }
 
     #[test]

@@ -17,7 +17,7 @@ mod errors;
 
 use errors::{body_error, classify, retry_after, status_error};
 
-use crate::claim::parse_cluster;
+use crate::claim::parse_cluster_versioned;
 use crate::config::HubConfig;
 use crate::verdict::{ErrorReason, HubId, ProbeError, Verdict};
 
@@ -32,6 +32,9 @@ pub struct Probe {
     pub hub: HubId,
     pub verdict: Verdict,
     pub latency: Duration,
+    /// The object's resourceVersion, when the hub answered with one: the watch's last one equal
+    /// to it means the watch saw every write up to this read.
+    pub resource_version: Option<String>,
 }
 
 /// The bearer token, shared by every request of a client (probes and the watch). Probes look at
@@ -133,27 +136,33 @@ impl HubClient {
                     ),
                 )),
                 latency: Duration::ZERO,
+                resource_version: None,
             };
         }
-        let verdict = match tokio::time::timeout(self.timeout, self.read()).await {
-            Ok(Ok(verdict)) => verdict,
-            Ok(Err(e)) => Verdict::Error(e),
-            Err(_) => Verdict::Error(ProbeError::new(
-                ErrorReason::Timeout,
-                format!(
-                    "no complete answer within {}",
-                    humantime::format_duration(self.timeout)
+        let (verdict, resource_version) =
+            match tokio::time::timeout(self.timeout, self.read()).await {
+                Ok(Ok(read)) => read,
+                Ok(Err(e)) => (Verdict::Error(e), None),
+                Err(_) => (
+                    Verdict::Error(ProbeError::new(
+                        ErrorReason::Timeout,
+                        format!(
+                            "no complete answer within {}",
+                            humantime::format_duration(self.timeout)
+                        ),
+                    )),
+                    None,
                 ),
-            )),
-        };
+            };
         Probe {
             hub: self.config.id,
             verdict,
             latency: started.elapsed(),
+            resource_version,
         }
     }
 
-    async fn read(&mut self) -> Result<Verdict, ProbeError> {
+    async fn read(&mut self) -> Result<(Verdict, Option<String>), ProbeError> {
         // Projected tokens rotate, and a CA may too: each round looks at both files, and reads
         // one again when it changed, so a rotation takes effect at the next round without a
         // restart.
@@ -188,9 +197,9 @@ impl HubClient {
         if status != StatusCode::OK {
             return Err(status_error(status, &body));
         }
-        match parse_cluster(&body) {
-            Ok(Some(claim)) => Ok(Verdict::Claim(claim)),
-            Ok(None) => Ok(Verdict::NoClaim),
+        match parse_cluster_versioned(&body) {
+            Ok((Some(claim), version)) => Ok((Verdict::Claim(claim), version)),
+            Ok((None, version)) => Ok((Verdict::NoClaim, version)),
             Err(e) => Err(ProbeError::new(ErrorReason::BadResponse, e.to_string())),
         }
     }

@@ -91,6 +91,7 @@ impl EventFailure {
 pub struct Metrics {
     registry: Registry,
     pub switches: IntCounter,
+    pub switches_vouched: IntCounter,
     pub probe_errors: IntCounterVec,
     pub probe_duration: HistogramVec,
     pub active: IntGaugeVec,
@@ -122,6 +123,10 @@ impl Metrics {
         let switches = IntCounter::new(
             "kubeslice_worker_hub_switches_total",
             "Confirmed switches of the Active hub published to the worker.",
+        )?;
+        let switches_vouched = IntCounter::new(
+            "kubeslice_worker_hub_switches_vouched_total",
+            "Of the confirmed switches, those the watches vouched for: one read at the end of the confirmation span instead of N.",
         )?;
         let probe_errors = IntCounterVec::new(
             Opts::new(
@@ -281,6 +286,7 @@ impl Metrics {
             .set(1);
 
         registry.register(Box::new(switches.clone()))?;
+        registry.register(Box::new(switches_vouched.clone()))?;
         registry.register(Box::new(probe_errors.clone()))?;
         registry.register(Box::new(probe_duration.clone()))?;
         registry.register(Box::new(active.clone()))?;
@@ -338,6 +344,7 @@ impl Metrics {
         Ok(Self {
             registry,
             switches,
+            switches_vouched,
             probe_errors,
             probe_duration,
             active,

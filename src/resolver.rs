@@ -24,7 +24,10 @@
 //! 7. No winner, a held winner, or the established hub: nothing changes and any count
 //!    restarts. A different winner becomes the pending candidate. It needs `confirmations`
 //!    consecutive rounds naming the same candidate (endpoint and identity; freshness is
-//!    ignored, since the Active republishes on a timer) before the switch.
+//!    ignored, since the Active republishes on a timer) before the switch. A round the
+//!    watches vouch for ([`Resolver::observe_vouched`]) counts as all of them: the caller has
+//!    proven that every hub's object stood unchanged, on all but `lastUpdated`, for the span
+//!    those rounds would take.
 //! 8. The first round after startup decides at once (there is no connection to protect yet);
 //!    with no winner then, the primary is taken by default. A sidecar that restarted beside a
 //!    running worker resumes its last decision and its basis instead, and moving away from it
@@ -41,7 +44,8 @@
 //! Liveness: every hold ends. Rules 5 and 7 are safety; these bound them ([`Liveness`]):
 //!
 //! 10. A dead hub strands no one. When the established hub has not answered for
-//!     `dead_hub_after` (counted from this process's first round at the latest), a winner that
+//!     `dead_hub_after` (counted from its last answer: in this process, or as an earlier run
+//!     recorded it ([`Resolver::resume_silence`]), or from this process's first round), a winner that
 //!     its own hub claims for itself is no longer held by rule 5: a promoted controller whose
 //!     epoch counter restarted, or that publishes no epoch, is followed, confirmed like any
 //!     switch. The basis so left behind stays a floor for claims naming the silent hub, so
@@ -290,9 +294,15 @@ pub struct Resolver {
     /// The first decision, while it has not reached the disk: the worker has not started on
     /// anything yet, so what replaces it is not a switch to restart for.
     first_unpublished: Option<Reason>,
+    /// The round being observed stands for `confirmations` rounds ([`Resolver::observe_vouched`]).
+    vouched: bool,
     liveness: Liveness,
     /// The first round's time: silence is counted from it at the latest (rules 10 and 12).
     started_at: Option<Timestamp>,
+    /// Since when the established hub has not answered: its last answer, this process's first
+    /// round, or what an earlier run left ([`Resolver::resume_silence`]); none while it
+    /// answers.
+    silent_since: Option<Timestamp>,
     /// Per hub, when it last answered (with or without a claim).
     answered_at: Vec<(HubId, Timestamp)>,
     /// The established hub's last claim for itself, kept when the worker erases it (rule 11).
@@ -316,8 +326,10 @@ impl Resolver {
             pending: None,
             outranked_by: Vec::new(),
             first_unpublished: None,
+            vouched: false,
             liveness: Liveness::OFF,
             started_at: None,
+            silent_since: None,
             answered_at: Vec::new(),
             own_claim: None,
             moved_at: None,
@@ -363,6 +375,7 @@ impl Resolver {
         }
         self.first_unpublished = None;
         self.established = Some(hub);
+        self.silent_since = None;
         // The best knowledge of what the hub said of itself before this process: its basis.
         self.own_claim = basis.clone();
         self.basis = basis.clone();
@@ -407,6 +420,17 @@ impl Resolver {
         self.observe_steered(now, verdicts, Steer::default())
     }
 
+    /// One round that stands for `confirmations` consecutive rounds (rule 7): the caller has
+    /// proven that no hub's object changed, on all but `lastUpdated`, over the span those
+    /// rounds would have taken, and that no pin or drain is in effect. A pending or new
+    /// candidate it names is confirmed at once; everything else is as [`Resolver::observe`].
+    pub fn observe_vouched(&mut self, now: Timestamp, verdicts: &[(HubId, &Verdict)]) -> Step {
+        self.vouched = true;
+        let step = self.observe_steered(now, verdicts, Steer::default());
+        self.vouched = false;
+        step
+    }
+
     /// One round at `now` with an operator's pin and drain in effect (rule 9).
     pub fn observe_steered(
         &mut self,
@@ -415,6 +439,14 @@ impl Resolver {
         steer: Steer,
     ) -> Step {
         let started = *self.started_at.get_or_insert(now);
+        if let Some(e) = self.established {
+            let answered = verdicts.iter().any(|(h, v)| *h == e && v.answered());
+            self.silent_since = match self.silent_since {
+                _ if answered => None,
+                Some(since) => Some(since),
+                None => Some(self.last_answer(e).unwrap_or(started)),
+            };
+        }
         for (hub, verdict) in verdicts {
             if verdict.answered() && self.position(*hub) != usize::MAX {
                 match self.answered_at.iter_mut().find(|(h, _)| h == hub) {
@@ -565,12 +597,32 @@ impl Resolver {
             return false;
         };
         let last = self
-            .answered_at
-            .iter()
-            .find(|(h, _)| *h == e)
-            .map(|(_, at)| *at)
+            .last_answer(e)
+            .or(self.silent_since)
             .or(self.started_at);
         last.is_some_and(|at| now.duration_since(at) >= bound)
+    }
+
+    /// When `hub` last answered in this process.
+    fn last_answer(&self, hub: HubId) -> Option<Timestamp> {
+        self.answered_at
+            .iter()
+            .find(|(h, _)| *h == hub)
+            .map(|(_, at)| *at)
+    }
+
+    /// Since when the established hub has not answered; none while it answers.
+    pub fn silent_since(&self) -> Option<Timestamp> {
+        self.silent_since
+    }
+
+    /// The established hub has not answered since `since`, as an earlier run of the sidecar
+    /// recorded: rule 10 counts from there until it answers, not from this process's start.
+    /// Only after [`Resolver::resume`], and never later than what this process saw.
+    pub fn resume_silence(&mut self, since: Timestamp) {
+        if self.established.is_some() {
+            self.silent_since = Some(self.silent_since.map_or(since, |s| s.min(since)));
+        }
     }
 
     /// Rules 4 to 8: where the claims point.
@@ -876,6 +928,7 @@ impl Resolver {
             self.left_behind.push((from, basis));
         }
         self.established = Some(w.hub);
+        self.silent_since = None;
         self.basis = claim.cloned();
         self.pending = None;
         self.outranked_by.clear();
@@ -911,6 +964,7 @@ impl Resolver {
         left_silent: bool,
     ) -> Option<Decision> {
         let count = match &self.pending {
+            _ if self.vouched && steered.is_none() => self.confirmations,
             Some(p) if p.candidate == w && p.steered == steered => p.count + 1,
             _ => 1,
         };
@@ -1477,6 +1531,24 @@ mod tests {
             let c = claim(B, "b", at(100 + i));
             assert_eq!(hub_of(&round(&mut r, &c, &c)), expect);
         }
+    }
+
+    #[test]
+    fn a_vouched_round_stands_for_every_confirmation_but_for_no_hold() {
+        let mut r = settled_on(P, 3);
+        let b = claim(B, "b", at(5));
+        let step = r.observe_vouched(now(), &[(P, &down()), (S, &b)]);
+        assert_eq!(hub_of(&step), Some((S, Reason::Switch)));
+        r.published();
+        // A claim older than the basis is held however long it stood (rule 5).
+        let old = claim(A, "a", at(1));
+        let step = r.observe_vouched(now(), &[(P, &old), (S, &down())]);
+        assert_eq!(step.decision, None);
+        assert_eq!(r.pending(), None);
+        // And a plain round after it counts from one again.
+        let fresh = claim(A, "a", at(9));
+        round(&mut r, &fresh, &down());
+        assert_eq!(r.pending().map(|p| p.count), Some(1));
     }
 
     #[test]

@@ -330,7 +330,12 @@ async fn with_both_hubs_down_nothing_changes() {
     s.wait_until("three failed rounds", Duration::from_secs(10), |s| {
         errors(s) >= 3.0
     });
-    assert_eq!(s.handoff().unwrap(), before);
+    // The same decision; only the start of its hub's silence is recorded (rule 10).
+    let mut after = s.handoff().unwrap();
+    let silent_since = after["silentSince"].take();
+    assert!(silent_since.is_string(), "{after}");
+    after.as_object_mut().unwrap().remove("silentSince");
+    assert_eq!(after, before);
     assert_eq!(s.get("/healthz").0, 200);
     assert_eq!(s.get("/readyz").0, 200);
     // Edge-triggered: one info line per hub for the outage, not one per round.

@@ -54,16 +54,21 @@ fn self_claim(endpoint: &str, epoch: Option<u64>) -> serde_json::Value {
     c
 }
 
+/// Both hubs name A at epoch 8, in an old claim; returns B's endpoint.
+fn both_name_a_at_epoch_8(hubs: &Hubs) -> String {
+    let a = hubs.primary.endpoint();
+    let at_8 = json!({"endpoint": a, "identity": "ctrl-a", "lastUpdated": "2026-12-03T08:00:00Z", "epoch": 8});
+    hubs.primary.publish(at_8.clone());
+    hubs.secondary.publish(at_8);
+    hubs.secondary.endpoint()
+}
+
 /// Rule 10: the worker on A (epoch 8); A dies for good; B is promoted at `b_epoch`. The
 /// basis holds the worker on A, visibly, until A has been silent for --dead-hub-after; then
 /// the worker is on B, and the hold was said.
 async fn a_dead_hub_strands_no_one(b_epoch: Option<u64>) {
     let mut hubs = Hubs::start().await;
-    let a = hubs.primary.endpoint();
-    let b = hubs.secondary.endpoint();
-    let at_8 = json!({"endpoint": a, "identity": "ctrl-a", "lastUpdated": "2026-12-03T08:00:00Z", "epoch": 8});
-    hubs.primary.publish(at_8.clone());
-    hubs.secondary.publish(at_8);
+    let b = both_name_a_at_epoch_8(&hubs);
     let s = started(&hubs, 2, &["--dead-hub-after=4s"]);
     assert_eq!(published(&s), ("primary".into(), 1));
 
@@ -126,6 +131,63 @@ async fn on_a_dead_hub_the_worker_reaches_a_promoted_hub_whose_epoch_restarted_w
 async fn on_a_dead_hub_the_worker_reaches_a_promoted_hub_that_publishes_no_epoch_within_the_bound()
 {
     a_dead_hub_strands_no_one(None).await;
+}
+
+/// Rule 10 across restarts: the worker on A (epoch 8); A dies for good; B is promoted at
+/// epoch 1; the sidecar restarts every 1.5 s, more often than --dead-hub-after (4 s). The
+/// silence's start, kept in the handoff as `silentSince`, carries over every restart, so one
+/// of the short-lived sidecars moves the worker, less than the bound after its own start.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_sidecar_restarting_more_often_than_the_bound_still_lets_a_dead_hub_go() {
+    let mut hubs = Hubs::start().await;
+    let b = both_name_a_at_epoch_8(&hubs);
+    let extra = ["--dead-hub-after=4s"];
+    let mut s = started(&hubs, 2, &extra);
+    assert_eq!(published(&s), ("primary".into(), 1));
+
+    hubs.primary.stop();
+    hubs.secondary.publish(self_claim(&b, Some(1)));
+    let deadline = Instant::now() + Duration::from_secs(40);
+    let mut silent_since: Option<Timestamp> = None;
+    let mut lives = 0;
+    let started_at = loop {
+        let started_at = Timestamp::now();
+        let life = Instant::now();
+        while life.elapsed() < Duration::from_millis(1500) && published(&s).0 != "secondary" {
+            if let Some(t) = s
+                .handoff()
+                .and_then(|h| h["silentSince"].as_str()?.parse().ok())
+            {
+                silent_since = silent_since.or(Some(t));
+            }
+            std::thread::sleep(Duration::from_millis(25));
+        }
+        if published(&s).0 == "secondary" {
+            break started_at;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "still on the dead hub after {lives} restarts; last logs:\n{}",
+            s.logs()
+        );
+        drop(s);
+        s = Sidecar::spawn(&args(&hubs, 2, &extra), &hubs.handoff_dir());
+        lives += 1;
+    };
+    let h = s.handoff().unwrap();
+    assert_eq!(h["reason"], "switch");
+    assert!(h.get("silentSince").is_none(), "{h}");
+    let decided: Timestamp = h["decidedAt"].as_str().unwrap().parse().unwrap();
+    let silent_since = silent_since.expect("silentSince was in the handoff while A was silent");
+    assert!(
+        decided.duration_since(silent_since) >= jiff::SignedDuration::from_secs(4),
+        "moved at {decided}, A silent since {silent_since}"
+    );
+    assert!(
+        lives >= 2 && decided.duration_since(started_at) < jiff::SignedDuration::from_secs(4),
+        "the move came {} after its sidecar's start, after {lives} restarts",
+        decided.duration_since(started_at)
+    );
 }
 
 /// Both controllers claim their own hub at `epoch` and republish every 200 ms; a stand-in

@@ -144,16 +144,22 @@ async fn flapping_events_never_switch() {
     let hubs = Hubs::start().await;
     let s = started(&hubs, &watch_args(&hubs, "10s", "300ms"));
     s.wait_until("both watches are up", Duration::from_secs(10), watches_up);
-    // Each change is an event that starts a round at once; the next change comes right after it.
-    for i in 0..8 {
-        let winner = if i % 2 == 0 {
-            &hubs.secondary
+    // A change every 100 ms, each naming the secondary under a new identity or the primary:
+    // no two reads 300 ms apart see the same candidate, and no claim stands for the span the
+    // watches would vouch for (600 ms).
+    let reads = hubs.secondary.requests();
+    for i in 0..30 {
+        if i % 2 == 0 {
+            hubs.both_claim(&hubs.secondary, &format!("ctrl-b{i}"));
         } else {
-            &hubs.primary
-        };
-        hubs.both_claim(winner, "ctrl");
-        next_round(&s, &hubs);
+            hubs.both_claim(&hubs.primary, "ctrl");
+        }
+        std::thread::sleep(Duration::from_millis(100));
     }
+    assert!(
+        hubs.secondary.requests() - reads >= 3,
+        "the flapping was read"
+    );
     std::thread::sleep(Duration::from_millis(1000));
     assert_eq!(published(&s), ("primary".into(), 1));
 }
@@ -444,4 +450,95 @@ async fn reads_wait_while_the_watches_vouch_and_resume_when_one_goes_silent() {
     assert_eq!(s.status()["pollingRelaxed"], false);
     assert_eq!(s.status()["watches"]["primary"]["state"], "up");
     assert_eq!(published(&s), ("secondary".into(), 2));
+}
+
+/// The watches, with bookmarks as heartbeats, vouched for both hubs, with N = 3 at `confirm`
+/// (a span of two of them), a 10 s poll interval, and the primary claimed.
+fn vouching(hubs: &Hubs, confirm: &str) -> Sidecar {
+    for hub in [&hubs.primary, &hubs.secondary] {
+        hub.set_bookmarks(Some(Duration::from_millis(100)));
+    }
+    let mut args = watch_args(hubs, "10s", confirm);
+    args.retain(|a| !a.starts_with("--watch-timeout"));
+    args.extend([
+        "--watch-timeout=2s".to_string(),
+        "--watched-poll-interval=1h".into(),
+    ]);
+    let s = started(hubs, &args);
+    s.wait_until("both watches are up", Duration::from_secs(10), watches_up);
+    let marks = (hubs.primary.bookmarks(), hubs.secondary.bookmarks());
+    s.wait_until(
+        "ten bookmarks on each watch",
+        Duration::from_secs(10),
+        |_| hubs.primary.bookmarks() >= marks.0 + 10 && hubs.secondary.bookmarks() >= marks.1 + 10,
+    );
+    s
+}
+
+/// A promotion the watches vouch for (issue #33 item 3): the old Active keeps its claim, the
+/// new one claims itself. The follower reads once, when the claim has stood for the span, and
+/// that read stands for the three confirming reads: each hub serves one read, not three.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_promotion_the_watches_vouch_for_costs_each_hub_one_read() {
+    let hubs = Hubs::start().await;
+    let s = vouching(&hubs, "300ms");
+    let reads = (hubs.primary.requests(), hubs.secondary.requests());
+    hubs.secondary.claim(&hubs.secondary.endpoint(), "ctrl-b");
+    s.wait_until("the switch", Duration::from_secs(5), |s| {
+        published(s).0 == "secondary"
+    });
+    // The next round is a poll interval (10 s) after the one that switched.
+    assert_eq!(
+        (
+            hubs.primary.requests() - reads.0,
+            hubs.secondary.requests() - reads.1
+        ),
+        (1, 1),
+        "reads of (primary, secondary) from the promotion to the switch; logs:\n{}",
+        s.logs()
+    );
+    assert_eq!(s.metric("kubeslice_worker_hub_switches_vouched_total"), 1.0);
+    assert_eq!(s.metric("kubeslice_worker_hub_switches_total"), 1.0);
+    assert!(
+        s.logs().contains("the watches vouch for the confirmations"),
+        "{}",
+        s.logs()
+    );
+}
+
+/// A claim that flickers is vouched for only once it has stood for the span since its last
+/// change: the read a span after the first change finds it younger and counts as one, and the
+/// switch comes no sooner than a span after the last change.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_claim_that_flickers_is_vouched_for_only_a_span_after_its_last_change() {
+    // N = 3 at 1 s: a span of 2 s, against flickers 100 ms apart.
+    let hubs = Hubs::start().await;
+    let s = vouching(&hubs, "1s");
+    let reads = hubs.secondary.requests();
+    let (b, a) = (hubs.secondary.endpoint(), hubs.primary.endpoint());
+    hubs.secondary.claim(&b, "ctrl-b");
+    std::thread::sleep(Duration::from_millis(100));
+    hubs.secondary.claim(&a, "ctrl-a");
+    std::thread::sleep(Duration::from_millis(100));
+    hubs.secondary.claim(&b, "ctrl-b");
+    let last_change = jiff::Timestamp::now();
+    s.wait_until("the switch", Duration::from_secs(10), |s| {
+        published(s).0 == "secondary"
+    });
+    let decided: jiff::Timestamp = s.handoff().unwrap()["decidedAt"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(
+        decided.duration_since(last_change) >= jiff::SignedDuration::from_secs(2),
+        "decided at {decided}, the claim last changed at {last_change}"
+    );
+    assert!(
+        hubs.secondary.requests() - reads >= 2,
+        "{} reads of the secondary; logs:\n{}",
+        hubs.secondary.requests() - reads,
+        s.logs()
+    );
+    assert_eq!(s.metric("kubeslice_worker_hub_switches_total"), 1.0);
 }

@@ -111,6 +111,20 @@ struct RoundLeft {
     now: Timestamp,
 }
 
+/// What a hub's watch vouches for, taken before a round's reads: the object's resourceVersion
+/// as the watch last showed it, and how long every event has shown the same claim (on all but
+/// `lastUpdated`). Only a watch that vouches for its hub (a recent heartbeat) gives one.
+#[derive(Debug, Clone)]
+pub(super) struct Watched {
+    pub(super) resource_version: String,
+    pub(super) held_for: std::time::Duration,
+}
+
+/// The span N confirming rounds take: N − 1 confirm intervals.
+fn confirmation_span(config: &Config) -> std::time::Duration {
+    config.confirm_interval * config.confirmations.saturating_sub(1)
+}
+
 /// What an earlier run left in the handoff directory.
 pub(super) enum Earlier {
     Nothing,
@@ -142,7 +156,8 @@ impl Core {
             config.poll_interval,
             config.watched_poll_interval,
             config.confirm_interval,
-        );
+        )
+        .with_vouched_span(confirmation_span(&config));
         Self {
             config,
             resolver,
@@ -265,6 +280,15 @@ impl Core {
             );
             return;
         };
+        // Its hub's silence, as the earlier run last saw it: --dead-hub-after counts from
+        // there, however often the sidecar restarts.
+        if let Some(since) = previous
+            .silent_since
+            .as_deref()
+            .and_then(|t| t.parse::<Timestamp>().ok())
+        {
+            self.resolver.resume_silence(since);
+        }
         if let Some(at) = switched_at {
             // A restarted sidecar in a split brain does not get a move of its own.
             self.resolver.moved_at(at);
@@ -300,13 +324,15 @@ impl Core {
     }
 
     /// One round's answers through the rule. `shown`: the last claim each hub's watch showed,
-    /// numbered. `watch_started`: the watch started this round, not the clock. The writes it
-    /// leaves come from [`Core::poll_write`]; then [`Core::round_done`].
+    /// numbered. `watched`: what each hub's watch vouched for before the reads.
+    /// `watch_started`: the watch started this round, not the clock. The writes it leaves come
+    /// from [`Core::poll_write`]; then [`Core::round_done`].
     pub(super) fn round(
         &mut self,
         now: Timestamp,
         probes: &[Probe],
         shown: &[(HubId, u64, Claim)],
+        watched: &[(HubId, Watched)],
         watch_started: bool,
     ) {
         let verdicts: Vec<(HubId, &Verdict)> = probes.iter().map(|p| (p.hub, &p.verdict)).collect();
@@ -319,7 +345,26 @@ impl Core {
                 self.resolver.witness(*hub, claim);
             }
         }
-        let step = self.resolver.observe_steered(now, &verdicts, self.steer());
+        let steer = self.steer();
+        let vouched =
+            steer.pin.is_none() && steer.drain.is_none() && self.watches_vouch(probes, watched);
+        let step = if vouched {
+            self.resolver.observe_vouched(now, &verdicts)
+        } else {
+            self.resolver.observe_steered(now, &verdicts, steer)
+        };
+        if vouched
+            && step
+                .decision
+                .as_ref()
+                .is_some_and(|d| d.reason == Reason::Switch)
+        {
+            self.metrics.switches_vouched.inc();
+            tracing::info!(
+                span = %humantime::format_duration(confirmation_span(&self.config)),
+                "the watches vouch for the confirmations: every hub's object stood unchanged for the span, and this read found it so"
+            );
+        }
         // A claim the rule refused for its date is reported as the bad response it is.
         let answers: Vec<Probe> = probes
             .iter()
@@ -380,6 +425,27 @@ impl Core {
         });
     }
 
+    /// Whether this round's reads stand for the N confirming rounds: every configured hub
+    /// answered, its watch vouched before the reads, the object's resourceVersion it read is
+    /// the one the watch last showed (so the watch saw every write up to the read), and the
+    /// watch shows the same claim for at least the span N rounds would take.
+    fn watches_vouch(&self, probes: &[Probe], watched: &[(HubId, Watched)]) -> bool {
+        let span = confirmation_span(&self.config);
+        !span.is_zero()
+            && self.config.hubs.iter().all(|h| {
+                let probe = probes.iter().find(|p| p.hub == h.id);
+                let watch = watched.iter().find(|(hub, _)| *hub == h.id).map(|(_, w)| w);
+                match (probe, watch) {
+                    (Some(p), Some(w)) => {
+                        p.verdict.answered()
+                            && p.resource_version.as_deref() == Some(w.resource_version.as_str())
+                            && w.held_for >= span
+                    }
+                    _ => false,
+                }
+            })
+    }
+
     /// The next write to make, if any: a new decision first, then the published one with a
     /// fresher basis. Each is offered once per round; a failed one is offered again the next.
     pub(super) fn poll_write(&mut self, now: Timestamp) -> Option<Write> {
@@ -407,6 +473,7 @@ impl Core {
                         .clone()
                         .filter(|_| decision.steered.is_some()),
                     moved_at: self.resolver.last_move().map(|t| t.to_string()),
+                    silent_since: self.resolver.silent_since().map(|t| t.to_string()),
                 };
                 return Some(Write {
                     handoff,
@@ -416,18 +483,21 @@ impl Core {
         }
         if !self.writes.basis_offered && self.unpublished.is_none() {
             self.writes.basis_offered = true;
-            // The published decision, same generation, when its basis moved forward: a
-            // restarted sidecar then resumes with the freshest claim seen for its hub. The
-            // restart side acts on new generations only, so this never moves the worker.
+            // The published decision, same generation, when its basis moved forward or its
+            // hub's silence began or ended: a restarted sidecar then resumes with the freshest
+            // claim seen for its hub, and counts the silence from where it began. The restart
+            // side acts on new generations only, so this never moves the worker.
             let basis = self.resolver.basis().map(Basis::of);
-            let published = self
-                .published
-                .clone()
-                .filter(|h| h.basis != basis && Some(h.hub) == self.resolver.established())?;
+            let silent_since = self.resolver.silent_since().map(|t| t.to_string());
+            let published = self.published.clone().filter(|h| {
+                (h.basis != basis || h.silent_since != silent_since)
+                    && Some(h.hub) == self.resolver.established()
+            })?;
             return Some(Write {
                 handoff: Handoff {
                     basis,
                     moved_at: self.resolver.last_move().map(|t| t.to_string()),
+                    silent_since,
                     ..published
                 },
                 what: Written::Basis,
@@ -484,7 +554,7 @@ impl Core {
             (Written::Basis, Ok(())) => {
                 tracing::debug!(
                     generation = handoff.generation,
-                    "the basis moved forward with a fresher claim for the published hub"
+                    "the published decision rewritten: a fresher basis, or its hub's silence began or ended"
                 );
                 self.set_published(handoff);
             }
@@ -630,6 +700,10 @@ mod tests {
         at: Instant,
         /// Whether the next writes fail.
         failing: bool,
+        /// The resourceVersion each hub's read carries (primary, secondary).
+        versions: [Option<&'static str>; 2],
+        /// What the watches vouch for before each round.
+        watched: Vec<(HubId, Watched)>,
     }
 
     fn run(extra: &[&str]) -> Run {
@@ -653,6 +727,8 @@ mod tests {
             now: Timestamp::from_second(1_800_000_000).expect("a time"),
             at,
             failing: false,
+            versions: [None, None],
+            watched: Vec::new(),
         }
     }
 
@@ -680,12 +756,17 @@ mod tests {
         ) -> Vec<Handoff> {
             self.now += jiff::SignedDuration::from_secs(1);
             self.at += Duration::from_secs(1);
-            let probes = [(HubId::PRIMARY, a), (HubId::SECONDARY, b)].map(|(hub, verdict)| Probe {
-                hub,
-                verdict,
-                latency: Duration::from_millis(3),
-            });
-            self.core.round(self.now, &probes, shown, false);
+            let [va, vb] = self.versions;
+            let probes = [(HubId::PRIMARY, a, va), (HubId::SECONDARY, b, vb)].map(
+                |(hub, verdict, version)| Probe {
+                    hub,
+                    verdict,
+                    latency: Duration::from_millis(3),
+                    resource_version: version.map(str::to_string),
+                },
+            );
+            let watched = self.watched.clone();
+            self.core.round(self.now, &probes, shown, &watched, false);
             let written = self.write();
             self.core.round_done(self.at, self.at, None, false);
             written
@@ -734,14 +815,22 @@ mod tests {
 
         let promoted = r.now;
         let mut rounds = 0;
+        let mut silence = Vec::new();
         let switch = loop {
             rounds += 1;
             assert!(rounds <= 10, "no switch after 10 rounds");
             let written = r.round(unreachable(), claim(B, None, promoted));
-            if let Some(h) = written.into_iter().next() {
+            let (switch, rewrites): (Vec<_>, Vec<_>) =
+                written.into_iter().partition(|h| h.generation == 2);
+            silence.extend(rewrites.into_iter().map(|h| h.silent_since));
+            if let Some(h) = switch.into_iter().next() {
                 break h;
             }
         };
+        // The primary's silence is recorded once, in the published generation, from the
+        // round it began: a restarted sidecar counts --dead-hub-after from there.
+        assert_eq!(silence.len(), 1, "{silence:?}");
+        assert!(silence[0].is_some(), "{silence:?}");
         assert_eq!(rounds, r.core.config.confirmations as usize);
         assert_eq!(
             (switch.hub, switch.reason, switch.generation),
@@ -959,5 +1048,80 @@ mod tests {
             1,
             "{events:?}"
         );
+    }
+
+    fn vouching(version: &str, held: u64) -> Watched {
+        Watched {
+            resource_version: version.to_string(),
+            held_for: Duration::from_secs(held),
+        }
+    }
+
+    #[test]
+    fn a_claim_the_watches_vouch_for_is_confirmed_by_one_read_and_only_then() {
+        // N = 3 at 1 s: the span is 2 s.
+        let extra = ["--confirmations", "3", "--confirm-interval", "1s"];
+        let promoted = |r: &mut Run| {
+            let t = r.now;
+            r.round(claim(A, Some(1), r.ago(60)), claim(B, Some(2), t))
+        };
+        let vouched = [
+            (HubId::PRIMARY, vouching("10", 2)),
+            (HubId::SECONDARY, vouching("20", 2)),
+        ];
+        let mut r = run(&extra);
+        let t = r.now;
+        r.round(claim(A, Some(1), t), claim(A, Some(1), t));
+        r.versions = [Some("10"), Some("20")];
+        r.watched = vouched.to_vec();
+        let written = promoted(&mut r);
+        assert_eq!(
+            written
+                .iter()
+                .map(|h| (h.hub, h.reason))
+                .collect::<Vec<_>>(),
+            vec![(HubId::SECONDARY, Reason::Switch)]
+        );
+        assert_eq!(r.core.metrics.switches_vouched.get(), 1);
+        assert_eq!(r.core.metrics.switches.get(), 1);
+
+        // Each gap in the proof makes the read count as one, as without a watch.
+        type Gap = (
+            &'static str,
+            [Option<&'static str>; 2],
+            Vec<(HubId, Watched)>,
+        );
+        let gaps: [Gap; 4] = [
+            (
+                "a write the watch has not shown",
+                [Some("10"), Some("21")],
+                vouched.to_vec(),
+            ),
+            (
+                "a claim younger than the span",
+                [Some("10"), Some("20")],
+                vec![vouched[0].clone(), (HubId::SECONDARY, vouching("20", 1))],
+            ),
+            (
+                "a hub whose watch does not vouch",
+                [Some("10"), Some("20")],
+                vouched[..1].to_vec(),
+            ),
+            (
+                "a read without a version",
+                [Some("10"), None],
+                vouched.to_vec(),
+            ),
+        ];
+        for (gap, versions, watched) in gaps {
+            let mut r = run(&extra);
+            let t = r.now;
+            r.round(claim(A, Some(1), t), claim(A, Some(1), t));
+            r.versions = versions;
+            r.watched = watched;
+            assert_eq!(promoted(&mut r), vec![], "{gap}");
+            assert_eq!(r.core.resolver.pending().map(|p| p.count), Some(1), "{gap}");
+            assert_eq!(r.core.metrics.switches_vouched.get(), 0, "{gap}");
+        }
     }
 }

@@ -76,6 +76,9 @@ pub(super) struct Pacer {
     /// A switch was pending after the last round.
     pending: bool,
     quick_retry: QuickRetry,
+    /// The span N confirming rounds take: news that comes while every watch vouches is read
+    /// once, this long after it, and that read can stand for all N (`Core::watches_vouch`).
+    vouched_span: Duration,
 }
 
 impl Pacer {
@@ -90,7 +93,14 @@ impl Pacer {
             settled: false,
             pending: false,
             quick_retry: QuickRetry::default(),
+            vouched_span: Duration::ZERO,
         }
+    }
+
+    /// News read a `span` after it while the watches vouch ([`Pacer::on_wake`]).
+    pub(super) fn with_vouched_span(mut self, span: Duration) -> Self {
+        self.vouched_span = span;
+        self
     }
 
     /// When the loop must wake next if no news comes.
@@ -123,7 +133,15 @@ impl Pacer {
             if wake == Wake::News {
                 spacing = spacing.max(MIN_WATCH_SPACING);
             }
-            return match self.last_read.map(|t| t + spacing).filter(|t| *t > now) {
+            let mut at = self.last_read.map(|t| t + spacing);
+            // News while every watch vouches and no switch is pending: one read once the
+            // claim has stood for the span, which then stands for the N confirming reads; news
+            // in between is folded into it. A pin or drain is read at once: the watches do not
+            // vouch for it.
+            if wake == Wake::News && !steered && vouched && !self.pending {
+                at = at.max(Some(now + self.vouched_span));
+            }
+            return match at.filter(|t| *t > now) {
                 Some(at) => Act::ReadAt(at),
                 None => Act::Read,
             };
@@ -176,16 +194,18 @@ impl Pacer {
 }
 
 /// A round left nothing that time alone could change: every hub answered, and nothing was
-/// decided, held, rejected or older than the basis, and the startup default is not waiting. A held claim whose controller clock
-/// catches up, or a claim dated ahead of ours, changes with time and no event; reads at
-/// `--poll-interval` are what see it.
+/// decided, held or rejected, and the startup default is not waiting. A held claim whose
+/// controller clock catches up, or a claim dated ahead of ours, changes with time and no
+/// event; reads at `--poll-interval` are what see it. A claim older than the basis (the old
+/// Active's, left behind by a failover) is no such thing: only a write, which the watch
+/// reports, or the established hub's silence, which no settled round has, changes what it
+/// means.
 pub(super) fn settled(probes: &[Probe], step: &Step) -> bool {
     probes
         .iter()
         .all(|p| !matches!(p.verdict, Verdict::Error(_)))
         && step.decision.is_none()
         && step.rejected.is_empty()
-        && step.stale.is_empty()
         && step.held.is_none()
         && step.undecided_until.is_none()
 }
@@ -347,6 +367,7 @@ mod tests {
             hub,
             verdict,
             latency: Duration::ZERO,
+            resource_version: None,
         }
     }
 
@@ -400,10 +421,6 @@ mod tests {
                 ..Step::default()
             },
             Step {
-                stale: vec![HubId::PRIMARY],
-                ..Step::default()
-            },
-            Step {
                 held: Some(Held {
                     candidate,
                     why: Hold::Unauthenticated(ErrorReason::Unauthorized),
@@ -414,6 +431,12 @@ mod tests {
         for step in steps {
             assert!(!settled(&answered, &step), "{step:?}");
         }
+        // The old Active's claim, left behind by a failover, waits on no time.
+        let stale = Step {
+            stale: vec![HubId::PRIMARY],
+            ..Step::default()
+        };
+        assert!(settled(&answered, &stale));
     }
 
     fn pending(hub: HubId, count: u32) -> Pending {
@@ -665,6 +688,29 @@ mod tests {
             Act::ReadAt(t0 + CONFIRM)
         );
         assert_eq!(p.on_wake(t0 + CONFIRM, Wake::News, false, true), Act::Read);
+    }
+
+    #[test]
+    fn news_while_the_watches_vouch_is_read_once_after_the_span() {
+        let t0 = Instant::now();
+        let span = ms(2000);
+        let mut p = pacer(t0).with_vouched_span(span);
+        assert_eq!(p.on_wake(t0, Wake::Timer, false, true), Act::Read);
+        p.round_done(t0, quiet());
+        let news = t0 + ms(5000);
+        assert_eq!(
+            p.on_wake(news, Wake::News, false, true),
+            Act::ReadAt(news + span)
+        );
+        // Unvouched news, a pin or drain, or a pending switch: the spacing of today.
+        assert_eq!(p.on_wake(news, Wake::News, false, false), Act::Read);
+        assert_eq!(p.on_wake(news, Wake::News, true, true), Act::Read);
+        p.round_done(news, pending_left());
+        let next = news + ms(100);
+        assert_eq!(
+            p.on_wake(next, Wake::News, false, true),
+            Act::ReadAt(news + ms(1000))
+        );
     }
 
     #[test]

@@ -45,6 +45,7 @@ PORT_BASE = 10000
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 VERBS = ("GET", "LIST", "WATCH")
 STARTUP_TIMEOUT = 60.0  # seconds for a follower to publish its first decision
+AFTER_PROMOTION = 60.0  # seconds from the promotion's first patch over which the hubs' requests are counted
 IDENTITY = {"primary": "ctrl-a", "secondary": "ctrl-b"}
 
 
@@ -438,26 +439,30 @@ def parse_rfc3339(text: str) -> float:
 @dataclass
 class Bench:
     args: argparse.Namespace
-    binary: Path
+    builds: dict[str, Path]  # "this", and "baseline" with --baseline
     a: HubSide
     b: HubSide
     creds: Credentials
     pool: ThreadPoolExecutor
     rss_per_follower: float | None = None  # the largest seen so far, to check a bigger fleet fits
 
-    def run(self, n: int, watch: bool) -> dict[str, Any]:
-        label = f"N={n} watch={'on' if watch else 'off'}"
+    def run(self, n: int, watch: bool, build: str = "this") -> dict[str, Any]:
+        binary = self.builds[build]
+        label = f"N={n} watch={'on' if watch else 'off'} build={build}"
         window, warmup, spread = timing(self.args, watch)
         self.check_fits(n)
-        root = WORK / f"n{n}-watch-{'on' if watch else 'off'}"
+        # Each build its own handoff directories: a follower that found the last run's
+        # decision would resume it, and a switch back within --split-brain-window holds the
+        # promotion (rule 11).
+        root = WORK / f"n{n}-watch-{'on' if watch else 'off'}-{build}"
         members = [Member(i, root) for i in range(n)]
         names = [m.name for m in members]
-        result: dict[str, Any] = {"n": n, "watch": watch, "window_s": window, "warmup_s": warmup, "spread_s": spread,
+        result: dict[str, Any] = {"n": n, "watch": watch, "build": build, "binary": str(binary), "window_s": window, "warmup_s": warmup, "spread_s": spread,
                                   "logs": str(root.relative_to(REPO)), "failures": []}
         try:
             log(f"{label}: starting {n} followers over {spread:.0f} s, at most {self.args.max_starting} at once")
             started = time.time()
-            last_start = self.start_fleet(members, watch, spread)
+            last_start = self.start_fleet(members, watch, spread, binary)
             result["startup_s"] = time.time() - started
             log(f"{label}: all {n} published the primary in {result['startup_s']:.1f} s; warming up {warmup:.0f} s")
             time.sleep(max(0.0, last_start + warmup - time.time()))
@@ -482,7 +487,7 @@ class Bench:
             self.b.claim(names, self.a.cp.endpoint, IDENTITY["primary"], self.pool)
         return result
 
-    def start_fleet(self, members: list[Member], watch: bool, spread: float) -> float:
+    def start_fleet(self, members: list[Member], watch: bool, spread: float, binary: Path) -> float:
         """Starts the followers evenly over --spread seconds, so that their rounds are spread over
         the poll interval as a real fleet's are (followers started together poll in lockstep), and
         never more than --max-starting at once that have not yet published their first decision
@@ -497,7 +502,7 @@ class Bench:
                 time.sleep(0.02)
             time.sleep(max(0.0, begin + i * pace - time.monotonic()))
             env = follower_env(m, self.a, self.b, self.creds, watch, self.args.env)
-            m.proc = Proc(m.name, [str(self.binary)], m.log, env=env).start()
+            m.proc = Proc(m.name, [str(binary)], m.log, env=env).start()
             m.started = time.monotonic()
             last_start = time.time()
             starting.append(m)
@@ -575,6 +580,8 @@ class Bench:
         """Every Cluster on hub B claims B, fresh; hub A's claims stay as they were (an old Active
         that stopped publishing). Times each follower's switch from its own Cluster's patch."""
         names = [m.name for m in members]
+        sides = (self.a, self.b)
+        before = dict(zip((s.cp.name for s in sides), self.pool.map(HubSide.scrape, sides)))
         first_sent = time.time()
         patched = self.b.claim(names, self.b.cp.endpoint, IDENTITY["secondary"], self.pool)
         last_patched = max(patched.values())
@@ -591,6 +598,19 @@ class Bench:
             if pending:
                 time.sleep(0.1)
         latencies = [decided[name] - patched[name] for name in decided]
+        # What the hubs served in the minute from the first patch: the followers' reads (GET)
+        # and watches, and what priority and fairness refused (429), the driver's PATCHes apart.
+        time.sleep(max(0.0, first_sent + AFTER_PROMOTION - time.time()))
+        after = dict(zip((s.cp.name for s in sides), self.pool.map(HubSide.scrape, sides)))
+        minute = {}
+        for name in before:
+            w = hub_window(before[name], after[name], len(members))
+            by_verb = w["requests_by_verb"]
+            minute[name] = {"seconds": w["seconds"], "GET": by_verb.get("GET", 0.0), "WATCH": by_verb.get("WATCH", 0.0),
+                            "PATCH": by_verb.get("PATCH", 0.0),
+                            "refused_429": sum(n for (_verb, code), n in
+                                               ((k, after[name].requests.get(k, 0.0) - before[name].requests.get(k, 0.0))
+                                                for k in after[name].requests) if code == "429")}
         not_switched = [{"name": m.name, "alive": m.alive(), "handoff": m.handoff(), "status": m.status(), "log_tail": m.tail()}
                         for m in pending.values()]
         for f in not_switched:
@@ -607,6 +627,7 @@ class Bench:
             },
             "timeout_s": timeout,
             "not_switched": not_switched,
+            "after_promotion": minute,
         }
 
 
@@ -620,7 +641,8 @@ def fmt(value: float | None, spec: str) -> str:
 
 def table(results: list[dict[str, Any]]) -> str:
     head = ("| N | watch | req/s per hub (A / B) | req/s per worker per hub (A / B) | hub CPU cores (A / B) "
-            "| p99 GET ms (A / B) | p99 LIST ms (A / B) | promotion → last decision s | per follower p50 / max s | failures |")
+            "| p99 GET ms (A / B) | p99 LIST ms (A / B) | promotion → last decision s | per follower p50 / p99 / max s "
+            "| minute after: GET (A / B) | 429s | failures |")
     rows = [head, "|" + "---|" * (head.count("|") - 1)]
     for r in results:
         hubs = [r["hubs"][name] for name in ("hub-a", "hub-b")]
@@ -631,14 +653,16 @@ def table(results: list[dict[str, Any]]) -> str:
             return " / ".join(fmt(get(h), spec) for h in hubs)
 
         rows.append(" | ".join([
-            f"| {r['n']}", "on" if r["watch"] else "off",
+            f"| {r['n']}", ("on" if r["watch"] else "off") + ("" if r.get("build", "this") == "this" else f" ({r['build']})"),
             pair(lambda h: h["requests_per_s"], ".2f"),
             pair(lambda h: h["requests_per_s_per_worker"], ".4f"),
             pair(lambda h: h["apiserver_cpu_cores"], ".3f"),
             pair(lambda h: h["latency"]["GET"]["p99_ms"], ".1f"),
             pair(lambda h: h["latency"]["LIST"]["p99_ms"], ".1f"),
             fmt(promo.get("first_patch_to_last_decision_s"), ".2f"),
-            f"{fmt(per.get('p50'), '.2f')} / {fmt(per.get('max'), '.2f')}",
+            f"{fmt(per.get('p50'), '.2f')} / {fmt(per.get('p99'), '.2f')} / {fmt(per.get('max'), '.2f')}",
+            " / ".join(fmt(promo.get("after_promotion", {}).get(name, {}).get("GET"), ".0f") for name in ("hub-a", "hub-b")),
+            fmt(sum(m.get("refused_429", 0.0) for m in promo.get("after_promotion", {}).values()) if promo else None, ".0f"),
             str(sum(len(f["followers"]) for f in r["failures"])) + " |",
         ]))
     return "\n".join(rows)
@@ -652,7 +676,8 @@ def plot(results: list[dict[str, Any]], path: Path) -> None:
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
     for watch, color in ((True, "tab:blue"), (False, "tab:orange")):
-        rs = sorted((r for r in results if r["watch"] == watch and "hubs" in r), key=lambda r: r["n"])
+        rs = sorted((r for r in results if r["watch"] == watch and r.get("build", "this") == "this" and "hubs" in r),
+                    key=lambda r: r["n"])
         if not rs:
             continue
         ns = [r["n"] for r in rs]
@@ -715,6 +740,11 @@ def main() -> int:
     parser.add_argument("--promotion-timeout", type=float, default=120.0, help="seconds for every follower to switch (default 120)")
     parser.add_argument("--env", type=key_value, action="append", default=[], metavar="KEY=VALUE",
                         help="a setting for every follower; repeatable")
+    parser.add_argument("--watch", choices=("both", "on", "off"), default="both",
+                        help="run each size with the watch on, off, or both (default both)")
+    parser.add_argument("--baseline", type=Path, metavar="BINARY",
+                        help="another follower binary (an earlier build) run before this one at each size and watch "
+                        "setting, on the same hubs, so that the two are compared in one run")
     parser.add_argument("--out", type=Path, default=REPO / "target" / "bench" / "fleet.json")
     parser.add_argument("--plot", type=Path, default=REPO / "target" / "bench" / "fleet.svg")
     args = parser.parse_args()
@@ -731,6 +761,14 @@ def main() -> int:
     if not os.access(binary, os.X_OK):
         parser.error(f"no follower binary at {binary}")
 
+    builds = {"this": binary}
+    if args.baseline:
+        baseline = args.baseline if args.baseline.is_absolute() else Path.cwd() / args.baseline
+        if not os.access(baseline, os.X_OK):
+            parser.error(f"--baseline: no executable at {baseline}")
+        builds = {"baseline": baseline, "this": binary}
+    watches = {"both": (True, False), "on": (True,), "off": (False,)}[args.watch]
+
     command = shlex.join(["tests/k8s/fleet", *sys.argv[1:]])
     settings = {
         "command": command,
@@ -742,6 +780,7 @@ def main() -> int:
         "promotion_timeout_s": args.promotion_timeout,
         "follower_env": args.env,
         "follower_binary": str(binary),
+        "baseline_binary": str(builds["baseline"]) if "baseline" in builds else None,
         "follower_binary_bytes": binary.stat().st_size,
         "tokens": "one reader ServiceAccount token per hub, shared by all followers",
         "restart_mode": "none", "log_level": "RUST_LOG=warn",
@@ -775,13 +814,14 @@ def main() -> int:
             creds = Credentials(WORK / "credentials")
             for side in (a, b):
                 creds.write(side, side.reader_token(24 * 3600))
-            bench = Bench(args, binary, a, b, creds, pool)
+            bench = Bench(args, builds, a, b, creds, pool)
             for n in sizes:
-                for watch in (True, False):
-                    result = bench.run(n, watch)
-                    results.append(result)
-                    failed = failed or bool(result["failures"])
-                    write_json(args.out, settings, results)
+                for watch in watches:
+                    for build in builds:
+                        result = bench.run(n, watch, build)
+                        results.append(result)
+                        failed = failed or bool(result["failures"])
+                        write_json(args.out, settings, results)
         finally:
             for cp in planes:
                 cp.stop()

@@ -35,5 +35,6 @@ pub fn handoff(hub: HubId, generation: u64, reason: Reason) -> Handoff {
         basis: None,
         steered_by: None,
         moved_at: None,
+        silent_since: None,
     }
 }
