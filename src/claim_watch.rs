@@ -62,15 +62,16 @@ pub struct WatchView {
 }
 
 /// The object as the watch has followed it: its resourceVersion as the last event or list
-/// showed it, and since when every event has shown the same claim, compared on all but
-/// `lastUpdated` (rule 6). None before a list, while the object does not exist, and after a
-/// failure: what happened while the watch was away is not known.
+/// showed it, and since when every event has shown the same claim, `lastUpdated` included:
+/// at equal or absent epochs `lastUpdated` decides which claim wins, so a republish could
+/// change the winner that N reads would each have seen. None before a list, while the object
+/// does not exist, and after a failure: what happened while the watch was away is not known.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Tracked {
     pub resource_version: String,
     pub since: Instant,
-    /// The candidate and epoch every event since `since` has shown; none for no usable claim.
-    held: Option<(Candidate, Option<u64>)>,
+    /// The claim every event since `since` has shown; none for no claim.
+    held: Option<Claim>,
 }
 
 impl WatchView {
@@ -374,9 +375,7 @@ impl HubWatch {
     fn show(&self, object: &DynamicObject, fresh: bool) -> Seen {
         let claim = claim_in(object);
         let seen = claim.as_ref().and_then(|c| Candidate::of(c, &self.hubs));
-        let held = claim
-            .as_ref()
-            .and_then(|c| Some((Candidate::of(c, &self.hubs)?, c.epoch)));
+        let held = claim.clone();
         let version = object
             .metadata
             .resource_version

@@ -114,7 +114,14 @@ impl Follower {
             // A pin or drain that began or ended is acted on now, whatever the pace of reads.
             let steered = self.read_overrides().await;
             let now = Instant::now();
-            let vouched = self.watches_vouch(now);
+            // News is read a span later only when the watches can vouch for that read: every
+            // one follows its object (a watch back from a failure does from its next write).
+            let vouched = match woke {
+                pace::Wake::News => {
+                    self.watches_vouch(now) && self.watched(now).len() == self.watches.len()
+                }
+                pace::Wake::Timer => self.watches_vouch(now),
+            };
             match self.core.on_wake(now, woke, steered, vouched) {
                 pace::Act::Sleep | pace::Act::Skip => continue,
                 pace::Act::ReadAt(at) => {

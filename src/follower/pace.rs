@@ -194,18 +194,18 @@ impl Pacer {
 }
 
 /// A round left nothing that time alone could change: every hub answered, and nothing was
-/// decided, held or rejected, and the startup default is not waiting. A held claim whose
-/// controller clock catches up, or a claim dated ahead of ours, changes with time and no
-/// event; reads at `--poll-interval` are what see it. A claim older than the basis (the old
-/// Active's, left behind by a failover) is no such thing: only a write, which the watch
-/// reports, or the established hub's silence, which no settled round has, changes what it
-/// means.
+/// decided, held, rejected or older than the basis, and the startup default is not waiting. A held claim whose controller clock
+/// catches up, or a claim dated ahead of ours, changes with time and no event; reads at
+/// `--poll-interval` are what see it. So does a claim older than the basis: at equal or
+/// absent epochs a republish that changes only `lastUpdated` makes it fresher, and the watch
+/// raises no news for that.
 pub(super) fn settled(probes: &[Probe], step: &Step) -> bool {
     probes
         .iter()
         .all(|p| !matches!(p.verdict, Verdict::Error(_)))
         && step.decision.is_none()
         && step.rejected.is_empty()
+        && step.stale.is_empty()
         && step.held.is_none()
         && step.undecided_until.is_none()
 }
@@ -421,6 +421,10 @@ mod tests {
                 ..Step::default()
             },
             Step {
+                stale: vec![HubId::PRIMARY],
+                ..Step::default()
+            },
+            Step {
                 held: Some(Held {
                     candidate,
                     why: Hold::Unauthenticated(ErrorReason::Unauthorized),
@@ -431,12 +435,6 @@ mod tests {
         for step in steps {
             assert!(!settled(&answered, &step), "{step:?}");
         }
-        // The old Active's claim, left behind by a failover, waits on no time.
-        let stale = Step {
-            stale: vec![HubId::PRIMARY],
-            ..Step::default()
-        };
-        assert!(settled(&answered, &stale));
     }
 
     fn pending(hub: HubId, count: u32) -> Pending {

@@ -110,8 +110,12 @@ enum Bent {
     VouchesBlind,
 }
 
-/// A claim as the watches compare it: whom it names and its epoch; none for no claim.
-type Key = Option<(usize, Option<u64>)>;
+/// A claim as the watches compare it: whom it names, its epoch and `lastUpdated`; none for
+/// no claim.
+type Key = Option<(usize, Option<u64>, Timestamp)>;
+
+/// A controller's publication: whom it names and at which epoch, and when.
+type Stamp = ((usize, Option<u64>), Timestamp);
 
 /// One hub's object and its watch.
 #[derive(Default)]
@@ -126,6 +130,8 @@ struct Object {
     /// Rounds the watch delivers nothing for while it still vouches (a stall), or is down.
     stalled: usize,
     dead: usize,
+    /// A stalled watch owes writes: it delivers them, in order, with the next one.
+    owed: bool,
 }
 
 impl Object {
@@ -137,10 +143,14 @@ impl Object {
         }
         self.key = key;
         if self.dead == 0 && self.stalled == 0 {
+            // What it owed shows other claims in between: the claim is new as of now.
             self.tracked = Some(match self.tracked {
-                Some((_, k, since)) if k == key => (self.version, key, since),
+                Some((_, k, since)) if k == key && !self.owed => (self.version, key, since),
                 _ => (self.version, key, at),
             });
+            self.owed = false;
+        } else if self.dead == 0 {
+            self.owed = true;
         }
     }
 }
@@ -197,6 +207,12 @@ struct World {
     shown: Vec<u64>,
     /// Each hub's object, as written and as its watch followed it.
     objects: Vec<Object>,
+    /// Each hub's controller's last publication: whom and at which epoch, and when. It
+    /// republishes on a content change, and now and then on its timer.
+    stamps: Vec<Option<Stamp>>,
+    /// The controllers republish only now and then (else every round): the watches can then
+    /// vouch for a claim. Only in worlds without a split brain.
+    quiet: bool,
     /// The virtual clock of the round under way.
     clock: Instant,
     /// The chance of a sidecar restart each round: in some worlds more often than
@@ -243,6 +259,8 @@ impl World {
             split: None,
             shown: vec![0; k],
             objects: (0..k).map(|_| Object::default()).collect(),
+            stamps: vec![None; k],
+            quiet: split_at.is_none() && rng.chance(0.5),
             clock,
             restarts,
             cold_until,
@@ -355,12 +373,21 @@ impl World {
             && (0..self.k).all(|h| !self.up(h) || self.names[h] == self.active)
     }
 
-    fn claim(&self, h: usize, now: Timestamp) -> Claim {
+    /// Hub `h`'s claim at `now`: republished when its content changed, or on the
+    /// controller's timer (at random, a third of the rounds).
+    fn claim(&mut self, h: usize, now: Timestamp) -> Claim {
+        let content = (self.names[h], self.epochs.then_some(self.epoch));
+        let republish = !self.quiet || self.rng.chance(0.3);
+        let stamp = match self.stamps[h] {
+            Some((c, at)) if c == content && !republish => at,
+            _ => now,
+        };
+        self.stamps[h] = Some((content, stamp));
         Claim {
             endpoint: Endpoint::parse(EP[self.names[h]]).expect("an endpoint"),
             identity: Some(format!("ctrl-{}", self.names[h])),
-            last_updated: Some(now),
-            epoch: self.epochs.then_some(self.epoch),
+            last_updated: Some(stamp),
+            epoch: content.1,
         }
     }
 }
@@ -454,8 +481,10 @@ fn run(seed: u64, bent: Bent, verbose: bool) -> Result<u64, String> {
                 world.shown[h] += 1;
                 shown.push((hub, world.shown[h], claim.clone()));
                 answered_now.push(h);
-                let key = Some((world.names[h], claim.epoch));
-                world.objects[h].write(key, at - Duration::from_secs(1));
+                let key = claim.last_updated.map(|t| (world.names[h], claim.epoch, t));
+                if world.objects[h].key != key || world.objects[h].since.is_none() {
+                    world.objects[h].write(key, at - Duration::from_secs(1));
+                }
                 // The worker erases the claim on its hub right after each republish.
                 if Some(h) == worker && !world.rng.chance(0.2) {
                     world.objects[h].write(None, at - Duration::from_millis(500));
