@@ -10,6 +10,7 @@
 //! heartbeat by one probe timeout, is restarted and starts a round; polling is back at
 //! `--poll-interval` from that round on.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -100,6 +101,24 @@ impl Default for WatchView {
     }
 }
 
+/// Set by the follower while this hub's claim is older than the decision's basis and the watch
+/// has followed the object up to the read that found it so. The watch then raises news on any
+/// change of the claim, `lastUpdated` included: at equal or absent epochs a republish alone can
+/// make that claim fresher than the basis, and without news only a read at `--poll-interval`
+/// would see it.
+#[derive(Debug, Clone, Default)]
+pub struct Closely(Arc<AtomicBool>);
+
+impl Closely {
+    pub fn set(&self, on: bool) {
+        self.0.store(on, Ordering::SeqCst);
+    }
+
+    pub fn get(&self) -> bool {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
 /// After a list that got no answer, the pause before the watch starts over.
 const LIST_RETRY: Duration = Duration::from_secs(10);
 
@@ -124,6 +143,8 @@ pub struct HubWatch {
     pub metrics: Metrics,
     /// This watch's view, for `/status` and the poll loop.
     pub view: watch::Sender<WatchView>,
+    /// Whether news includes a change of `lastUpdated` alone ([`Closely`]).
+    pub closely: Closely,
 }
 
 /// Why a watch request is over.
@@ -382,7 +403,9 @@ impl HubWatch {
             .as_deref()
             .and_then(bounded_resource_version);
         let now = Instant::now();
+        let mut changed = false;
         self.view.send_modify(|view| {
+            changed = view.tracked.as_ref().is_none_or(|t| t.held != held);
             view.tracked = version.map(|resource_version| {
                 let since = match &view.tracked {
                     Some(t) if !fresh && t.held == held => t.since,
@@ -399,6 +422,15 @@ impl HubWatch {
                 view.shown = Some((n, claim));
             }
         });
+        // Read after the view is updated: the follower sets the flag before it looks at the
+        // view, so a change is either in what it sees or raises news here.
+        if changed && self.closely.get() {
+            tracing::debug!(
+                hub = self.hub.as_str(),
+                "a claim older than the basis changed; reading all hubs"
+            );
+            self.trigger.notify_one();
+        }
         seen
     }
 

@@ -10,7 +10,7 @@ use tokio::sync::{watch, Notify};
 use tokio::time::Instant;
 
 use crate::claim::Claim;
-use crate::claim_watch::WatchView;
+use crate::claim_watch::{Closely, WatchView};
 use crate::config::Config;
 use crate::events::Sink;
 use crate::handoff::{self, Handoff};
@@ -36,8 +36,9 @@ pub struct Follower {
     /// Set by the watches when a hub's claim changes: look now rather than at the next tick.
     trigger: Arc<Notify>,
     /// Each hub's watch, when watching: while all of them vouch for their hubs and the last
-    /// round was settled, reads come at `--watched-poll-interval`.
-    watches: Vec<(HubId, watch::Receiver<WatchView>)>,
+    /// round was settled, reads come at `--watched-poll-interval`. Its [`Closely`] is set while
+    /// the core follows that hub's claim closely.
+    watches: Vec<(HubId, watch::Receiver<WatchView>, Closely)>,
 }
 
 /// Follows the client a hub is read with (a rotated CA file builds a new one).
@@ -55,7 +56,10 @@ impl Follower {
     }
 
     /// Reads less often while these watches vouch for their hubs.
-    pub fn with_watches(mut self, watches: Vec<(HubId, watch::Receiver<WatchView>)>) -> Self {
+    pub fn with_watches(
+        mut self,
+        watches: Vec<(HubId, watch::Receiver<WatchView>, Closely)>,
+    ) -> Self {
         self.watches = watches;
         self
     }
@@ -162,6 +166,32 @@ impl Follower {
             let ended = Instant::now();
             let vouched = self.watches_vouch(ended);
             self.core.round_done(started, ended, paused_until, vouched);
+            self.follow_closely();
+        }
+    }
+
+    /// Tells each watch whether the core follows its hub's claim closely, then reads again at
+    /// once if such a claim changed between the round's read and now: the watch raises news
+    /// only for a change it shows after its flag is set.
+    fn follow_closely(&self) {
+        let closely = self.core.followed_closely();
+        for (hub, _, flag) in &self.watches {
+            flag.set(closely.iter().any(|(h, _)| h == hub));
+        }
+        let moved = closely.iter().any(|(hub, read)| {
+            self.watches
+                .iter()
+                .find(|(h, _, _)| h == hub)
+                .and_then(|(_, view, _)| {
+                    view.borrow()
+                        .tracked
+                        .as_ref()
+                        .map(|t| t.resource_version != *read)
+                })
+                .unwrap_or(true)
+        });
+        if moved {
+            self.trigger.notify_one();
         }
     }
 
@@ -169,7 +199,7 @@ impl Follower {
     fn shown(&self) -> Vec<(HubId, u64, Claim)> {
         self.watches
             .iter()
-            .filter_map(|(hub, view)| {
+            .filter_map(|(hub, view, _)| {
                 let (n, claim) = view.borrow().shown.clone()?;
                 Some((*hub, n, claim))
             })
@@ -181,7 +211,7 @@ impl Follower {
     fn watched(&self, now: Instant) -> Vec<(HubId, Watched)> {
         self.watches
             .iter()
-            .filter_map(|(hub, view)| {
+            .filter_map(|(hub, view, _)| {
                 let view = view.borrow();
                 let tracked = view.tracked.as_ref().filter(|_| view.vouches(now))?;
                 Some((
@@ -197,7 +227,7 @@ impl Follower {
 
     /// Every hub's watch vouches for its hub at `now`.
     fn watches_vouch(&self, now: Instant) -> bool {
-        !self.watches.is_empty() && self.watches.iter().all(|(_, w)| w.borrow().vouches(now))
+        !self.watches.is_empty() && self.watches.iter().all(|(_, w, _)| w.borrow().vouches(now))
     }
 
     /// Makes the writes the core asks for, each on the blocking pool, and tells it how each went.

@@ -89,14 +89,20 @@ pub async fn run(config: Config, shutdown: watch::Receiver<bool>) -> Result<Stop
         .hubs
         .iter()
         .filter(|_| watching.is_some())
-        .map(|h| (h.id, watch::Sender::new(claim_watch::WatchView::new())))
+        .map(|h| {
+            (
+                h.id,
+                watch::Sender::new(claim_watch::WatchView::new()),
+                claim_watch::Closely::default(),
+            )
+        })
         .collect();
     let follower = follower::Follower::new(config.clone(), metrics.clone(), view)
         .with_events(events.clone())
         .with_watches(
             watch_views
                 .iter()
-                .map(|(hub, v)| (*hub, v.subscribe()))
+                .map(|(hub, v, closely)| (*hub, v.subscribe(), closely.clone()))
                 .collect(),
         );
     let restarter = restart::Restarter::new(
@@ -110,7 +116,7 @@ pub async fn run(config: Config, shutdown: watch::Receiver<bool>) -> Result<Stop
         restart: restarter.subscribe(),
         watches: watch_views
             .iter()
-            .map(|(hub, v)| (*hub, v.subscribe()))
+            .map(|(hub, v, _)| (*hub, v.subscribe()))
             .collect(),
         worker: config
             .restart
@@ -124,7 +130,7 @@ pub async fn run(config: Config, shutdown: watch::Receiver<bool>) -> Result<Stop
     let mut watches = Vec::new();
     if let Some(timeout) = watching {
         let (trigger, clients) = follower.watch_inputs();
-        for ((hub, clients), (_, view)) in clients.into_iter().zip(watch_views) {
+        for ((hub, clients), (_, view, closely)) in clients.into_iter().zip(watch_views) {
             let w = claim_watch::HubWatch {
                 hub,
                 namespace: config.namespace.clone(),
@@ -135,6 +141,7 @@ pub async fn run(config: Config, shutdown: watch::Receiver<bool>) -> Result<Stop
                 hubs: config.endpoints(),
                 metrics: metrics.clone(),
                 view,
+                closely,
             };
             watches.push(tokio::spawn(w.run(clients, shutdown.clone())));
         }

@@ -542,3 +542,45 @@ async fn a_claim_that_flickers_is_vouched_for_only_a_span_after_its_last_change(
     );
     assert_eq!(s.metric("kubeslice_worker_hub_switches_total"), 1.0);
 }
+
+/// A promotion that leaves the old Active's own claim, older than the basis and without
+/// epochs, on its hub: its watch follows that claim closely, so reads relax as before the
+/// promotion, and a republish that changes only `lastUpdated` is read on the watch's news, not
+/// at `--poll-interval`. That republish makes the old claim the fresher: two hubs each claiming
+/// themselves, a split brain, said at once, and the worker stays (rule 11).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_claim_older_than_the_basis_is_left_to_its_watch_and_read_when_it_ripens() {
+    let hubs = Hubs::start().await;
+    let s = vouching(&hubs, "300ms");
+    let whole = |secs: i64| {
+        jiff::Timestamp::from_second(jiff::Timestamp::now().as_second() + secs)
+            .unwrap()
+            .to_string()
+    };
+    let (a, b) = (hubs.primary.endpoint(), hubs.secondary.endpoint());
+    hubs.primary.claim_at(&a, "ctrl-a", &whole(-60));
+    hubs.secondary.claim_at(&b, "ctrl-b", &whole(0));
+    s.wait_until("the switch", Duration::from_secs(5), |s| {
+        published(s).0 == "secondary"
+    });
+    // The round after the switch, a poll interval (10 s) later, finds the primary's claim
+    // older than the basis and its watch following it: reads relax.
+    s.wait_until("reads relaxed", Duration::from_secs(20), |s| {
+        s.status()["pollingRelaxed"] == true
+    });
+    assert_eq!(
+        s.metric("kubeslice_worker_hub_poll_interval_seconds"),
+        3600.0
+    );
+    assert_eq!(s.metric("kubeslice_worker_hub_split_brain"), 0.0);
+    // The old Active republishes: the same candidate, a fresher lastUpdated. Only the watch's
+    // news reads it now; the next relaxed read is an hour away.
+    let reads = hubs.primary.requests();
+    hubs.primary.claim_at(&a, "ctrl-a", &whole(0));
+    s.wait_until("the split brain said", Duration::from_secs(8), |s| {
+        s.metric("kubeslice_worker_hub_split_brain") == 1.0
+    });
+    assert!(hubs.primary.requests() > reads);
+    assert_eq!(published(&s), ("secondary".into(), 2));
+    assert_eq!(s.metric("kubeslice_worker_hub_switches_total"), 1.0);
+}

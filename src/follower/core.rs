@@ -73,6 +73,11 @@ pub(super) struct Core {
     writes: Writes,
     /// What the round under way leaves for after its writes.
     round: Option<RoundLeft>,
+    /// The hubs whose claims the last round found older than the basis, each with the
+    /// resourceVersion its read returned, when every such hub's watch had shown that very
+    /// version before the reads: their watches then raise news on any change of the claim,
+    /// and the round may count as settled ([`Core::followed_closely`]).
+    followed_closely: Vec<(HubId, String)>,
 }
 
 /// A handoff to write, atomically, into the handoff directory; its outcome goes back through
@@ -118,6 +123,36 @@ struct RoundLeft {
 pub(super) struct Watched {
     pub(super) resource_version: String,
     pub(super) held_for: std::time::Duration,
+}
+
+/// The reporters of claims older than the basis (`stale`), each with the resourceVersion its
+/// read returned, when each one's watch had shown that version before the reads: from then on
+/// the watch sees every change of that claim. Empty unless every one of them is so followed.
+/// Such a claim can only become fresher by a write to its object: the basis only moves up.
+fn follow_closely(
+    stale: &[HubId],
+    probes: &[Probe],
+    watched: &[(HubId, Watched)],
+) -> Vec<(HubId, String)> {
+    let followed: Vec<(HubId, String)> = stale
+        .iter()
+        .filter_map(|hub| {
+            let read = probes
+                .iter()
+                .find(|p| p.hub == *hub)?
+                .resource_version
+                .clone()?;
+            watched
+                .iter()
+                .any(|(h, w)| h == hub && w.resource_version == read)
+                .then_some((*hub, read))
+        })
+        .collect();
+    if followed.len() == stale.len() {
+        followed
+    } else {
+        Vec::new()
+    }
 }
 
 /// The span N confirming rounds take: N − 1 confirm intervals.
@@ -185,6 +220,7 @@ impl Core {
             undecided_until: None,
             writes: Writes::default(),
             round: None,
+            followed_closely: Vec::new(),
         }
     }
 
@@ -204,6 +240,7 @@ impl Core {
             self.last_seen.len(),
             self.claimed.len(),
             self.witnessed.len(),
+            self.followed_closely.len(),
         ]
         .into_iter()
         .max()
@@ -376,7 +413,9 @@ impl Core {
                 None => p.clone(),
             })
             .collect();
-        let settled = pace::settled(&answers, &step);
+        self.followed_closely = follow_closely(&step.stale, probes, watched);
+        let stale_followed = self.followed_closely.len() == step.stale.len();
+        let settled = pace::settled(&answers, &step, stale_followed);
         let left = pace::Left {
             unfinished: pace::unfinished(
                 pending_before.as_ref(),
@@ -423,6 +462,13 @@ impl Core {
             undecided_until: step.undecided_until,
             now,
         });
+    }
+
+    /// The hubs whose claims the last round found older than the basis, with the
+    /// resourceVersion each read returned: the driver has their watches raise news on any
+    /// change of that claim, `lastUpdated` included, and reads again if one changed since.
+    pub(super) fn followed_closely(&self) -> &[(HubId, String)] {
+        &self.followed_closely
     }
 
     /// Whether this round's reads stand for the N confirming rounds: every configured hub
@@ -1048,6 +1094,41 @@ mod tests {
             1,
             "{events:?}"
         );
+    }
+
+    #[test]
+    fn a_claim_older_than_the_basis_is_left_to_its_watch_only_when_the_watch_has_shown_it() {
+        // B was promoted; A's controller left its own old claim (no epochs), which a republish
+        // alone could make fresher than the basis.
+        let promoted = |watched: Vec<(HubId, Watched)>| {
+            let mut r = run(&[]);
+            let t = r.now;
+            r.round(claim(B, None, t), claim(B, None, t));
+            r.versions = [Some("10"), Some("20")];
+            r.watched = watched;
+            let old = r.ago(60);
+            assert_eq!(r.round(claim(A, None, old), claim(B, None, t)), vec![]);
+            // Ten seconds on, while every watch vouches: a relaxed pace skips the tick.
+            let wake = r.at + Duration::from_secs(10);
+            let act = r.core.on_wake(wake, pace::Wake::Timer, false, true);
+            (r.core.followed_closely().to_vec(), act)
+        };
+        let both = vec![
+            (HubId::PRIMARY, vouching("10", 30)),
+            (HubId::SECONDARY, vouching("20", 30)),
+        ];
+        assert_eq!(
+            promoted(both),
+            (vec![(HubId::PRIMARY, "10".to_string())], pace::Act::Skip)
+        );
+        // A's watch had not shown the version read, or does not vouch: polled, as before.
+        let behind = vec![
+            (HubId::PRIMARY, vouching("9", 30)),
+            (HubId::SECONDARY, vouching("20", 30)),
+        ];
+        assert_eq!(promoted(behind), (vec![], pace::Act::Read));
+        let unwatched = vec![(HubId::SECONDARY, vouching("20", 30))];
+        assert_eq!(promoted(unwatched), (vec![], pace::Act::Read));
     }
 
     fn vouching(version: &str, held: u64) -> Watched {

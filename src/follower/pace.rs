@@ -194,18 +194,19 @@ impl Pacer {
 }
 
 /// A round left nothing that time alone could change: every hub answered, and nothing was
-/// decided, held, rejected or older than the basis, and the startup default is not waiting. A held claim whose controller clock
-/// catches up, or a claim dated ahead of ours, changes with time and no event; reads at
-/// `--poll-interval` are what see it. So does a claim older than the basis: at equal or
-/// absent epochs a republish that changes only `lastUpdated` makes it fresher, and the watch
-/// raises no news for that.
-pub(super) fn settled(probes: &[Probe], step: &Step) -> bool {
+/// decided, held or rejected, and the startup default is not waiting. A held claim whose
+/// controller clock catches up, or a claim dated ahead of ours, changes with time and no
+/// event; reads at `--poll-interval` are what see it. A claim older than the basis is settled
+/// only when `stale_followed`: at equal or absent epochs a republish that changes only
+/// `lastUpdated` makes it fresher, and the watch raises news for that only while it follows
+/// the claim closely (`claim_watch::Closely`).
+pub(super) fn settled(probes: &[Probe], step: &Step, stale_followed: bool) -> bool {
     probes
         .iter()
         .all(|p| !matches!(p.verdict, Verdict::Error(_)))
         && step.decision.is_none()
         && step.rejected.is_empty()
-        && step.stale.is_empty()
+        && (step.stale.is_empty() || stale_followed)
         && step.held.is_none()
         && step.undecided_until.is_none()
 }
@@ -407,8 +408,8 @@ mod tests {
     #[test]
     fn a_round_is_settled_only_when_nothing_in_it_waits_on_time() {
         let answered = answered();
-        assert!(settled(&answered, &Step::default()));
-        assert!(!settled(&secondary_silent(), &Step::default()));
+        assert!(settled(&answered, &Step::default(), false));
+        assert!(!settled(&secondary_silent(), &Step::default(), false));
 
         let candidate = Candidate {
             hub: HubId::SECONDARY,
@@ -433,8 +434,16 @@ mod tests {
             },
         ];
         for step in steps {
-            assert!(!settled(&answered, &step), "{step:?}");
+            assert!(!settled(&answered, &step, false), "{step:?}");
         }
+        // A claim older than the basis that its watch follows closely waits on a write the
+        // watch will show, not on time.
+        let stale = Step {
+            stale: vec![HubId::PRIMARY],
+            ..Step::default()
+        };
+        assert!(settled(&answered, &stale, true));
+        assert!(!settled(&secondary_silent(), &stale, true));
     }
 
     fn pending(hub: HubId, count: u32) -> Pending {
@@ -520,7 +529,7 @@ mod tests {
         for _ in 0..5 {
             // B answers: a switch to it starts pending, which gives nothing back.
             let back = gives_retries_back(
-                settled(&answered(), &Step::default()),
+                settled(&answered(), &Step::default(), false),
                 &Step::default(),
                 true,
             );
@@ -529,7 +538,7 @@ mod tests {
             // B fails: the streak breaks.
             let broke = unfinished(Some(&b), None, &Step::default(), &secondary_silent(), false);
             let back = gives_retries_back(
-                settled(&secondary_silent(), &Step::default()),
+                settled(&secondary_silent(), &Step::default(), false),
                 &Step::default(),
                 false,
             );
@@ -538,12 +547,12 @@ mod tests {
         assert_eq!(quick, 1);
         // A round that settles with nothing pending, or a decision, gives it back.
         assert!(gives_retries_back(
-            settled(&answered(), &Step::default()),
+            settled(&answered(), &Step::default(), false),
             &Step::default(),
             false
         ));
         assert!(gives_retries_back(
-            settled(&secondary_silent(), &switched()),
+            settled(&secondary_silent(), &switched(), false),
             &switched(),
             false
         ));
