@@ -65,8 +65,10 @@ pub struct WatchView {
 /// The object as the watch has followed it: its resourceVersion as the last event or list
 /// showed it, and since when every event has shown the same claim, `lastUpdated` included:
 /// at equal or absent epochs `lastUpdated` decides which claim wins, so a republish could
-/// change the winner that N reads would each have seen. None before a list, while the object
-/// does not exist, and after a failure: what happened while the watch was away is not known.
+/// change the winner that N reads would each have seen. None before a list and while the
+/// object does not exist. Kept across a failure: the watch resumes from the last
+/// resourceVersion and shows every write made meanwhile (a 410 Gone lists afresh), and a read
+/// counts as vouched for only if it returns the very version the watch last showed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Tracked {
     pub resource_version: String,
@@ -475,9 +477,11 @@ impl HubWatch {
             if view.state != state {
                 view.since = jiff::Timestamp::now().to_string();
             }
+            // What the watch followed stays: it resumes from its resourceVersion and shows
+            // every write since, or lists afresh after 410 Gone or with a new client. Until
+            // then it vouches for nothing.
             if state != WatchState::Up {
                 view.vouches_until = None;
-                view.tracked = None;
             }
             view.state = state;
             if error.is_some() {

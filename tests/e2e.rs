@@ -461,17 +461,14 @@ async fn a_restarted_sidecar_resumes_without_a_switch() {
 async fn sigterm_exits_zero_without_waiting_for_a_hanging_read() {
     let hubs = Hubs::start().await;
     hubs.secondary.set_fault(Fault::Hang);
-    let mut s = Sidecar::spawn(&hubs.args("60s", "30s", 3), &hubs.handoff_dir());
+    let mut s = Sidecar::spawn(&hubs.args("2h", "1h", 3), &hubs.handoff_dir());
     s.wait_until("a round is under way", Duration::from_secs(10), |s| {
         s.try_get("/healthz").is_some() && hubs.secondary.requests() >= 1
     });
-    // Mid-round: the secondary's read hangs until its 30 s deadline.
-    let (status, took) = s.terminate();
+    // Mid-round: the secondary's read hangs until its deadline, an hour away. An exit at
+    // all is an exit that did not wait for it.
+    let status = s.terminate_within(Duration::from_secs(60));
     assert_eq!(status.code(), Some(0));
-    assert!(
-        took < Duration::from_secs(10),
-        "exit took {took:?}: a third of the read's deadline, which it must not wait for"
-    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

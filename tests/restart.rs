@@ -295,11 +295,11 @@ async fn without_an_acknowledgement_the_gate_clears_after_liveness_fail_for() {
         s.get("/worker/livez").0 == 200
     });
     let failed_for = failed_at.elapsed();
-    // Cleared by its bound (--liveness-fail-for): not before it, and not a second one later.
-    assert!(
-        failed_for > Duration::from_millis(1500) && failed_for < Duration::from_millis(2000) * 2,
-        "{failed_for:?}"
-    );
+    // Cleared by its bound (--liveness-fail-for), not before it. That the bound is what
+    // cleared it is the phase below (unverified: no acknowledgement came); that it clears
+    // exactly at the bound is proven on the machine's own clock
+    // (`without_a_worker_or_permission_the_gate_is_the_safety_net`).
+    assert!(failed_for > Duration::from_millis(1500), "{failed_for:?}");
     s.wait_until("unverified", Duration::from_secs(5), |s| {
         phase(s) == "unverified"
     });

@@ -546,7 +546,7 @@ async fn a_claim_that_flickers_is_vouched_for_only_a_span_after_its_last_change(
 /// A promotion that leaves the old Active's own claim, older than the basis and without
 /// epochs, on its hub: its watch follows that claim closely, so reads relax as before the
 /// promotion, and a republish that changes only `lastUpdated` is read on the watch's news, not
-/// at `--poll-interval`. That republish makes the old claim the fresher: two hubs each claiming
+/// at `--poll-interval`, also after that hub's watch failed and came back. That republish makes the old claim the fresher: two hubs each claiming
 /// themselves, a split brain, said at once, and the worker stays (rule 11).
 #[tokio::test(flavor = "multi_thread")]
 async fn a_claim_older_than_the_basis_is_left_to_its_watch_and_read_when_it_ripens() {
@@ -573,6 +573,20 @@ async fn a_claim_older_than_the_basis_is_left_to_its_watch_and_read_when_it_ripe
         3600.0
     );
     assert_eq!(s.metric("kubeslice_worker_hub_split_brain"), 0.0);
+    // The primary's watch fails and comes back; its object is not written meanwhile. The
+    // watch resumes from its resourceVersion, so what it followed still stands, and reads
+    // relax again without a write to show it anew.
+    hubs.primary.set_watch_fault(WatchFault::Reset);
+    s.wait_until("the primary's watch down", Duration::from_secs(10), |s| {
+        s.status()["watches"]["primary"]["state"] == "down"
+    });
+    s.wait_until("reads at --poll-interval", Duration::from_secs(10), |s| {
+        s.status()["pollingRelaxed"] == false
+    });
+    hubs.primary.set_watch_fault(WatchFault::None);
+    s.wait_until("reads relaxed again", Duration::from_secs(30), |s| {
+        s.status()["pollingRelaxed"] == true
+    });
     // The old Active republishes: the same candidate, a fresher lastUpdated. Only the watch's
     // news reads it now; the next relaxed read is an hour away.
     let reads = hubs.primary.requests();

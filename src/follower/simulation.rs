@@ -125,7 +125,8 @@ struct Object {
     key: Key,
     /// Since when the object has shown `key`.
     since: Option<Instant>,
-    /// What the watch has followed: the version, the key, since when; none while it is down.
+    /// What the watch has followed: the version, the key, since when; kept while it is down,
+    /// when it vouches for nothing.
     tracked: Option<(u64, Key, Instant)>,
     /// Rounds the watch delivers nothing for while it still vouches (a stall), or is down.
     stalled: usize,
@@ -149,8 +150,17 @@ impl Object {
                 _ => (self.version, key, at),
             });
             self.owed = false;
-        } else if self.dead == 0 {
+        } else {
             self.owed = true;
+        }
+    }
+
+    /// A watch back from a stall or a failure delivers what it owes, resuming from its
+    /// version; the claim it shows is new as of `now`.
+    fn catch_up(&mut self, now: Instant) {
+        if self.owed && self.dead == 0 && self.stalled == 0 {
+            self.tracked = self.since.map(|_| (self.version, self.key, now));
+            self.owed = false;
         }
     }
 }
@@ -314,6 +324,7 @@ impl World {
         for (h, o) in self.objects.iter_mut().enumerate() {
             o.stalled = o.stalled.saturating_sub(1);
             o.dead = o.dead.saturating_sub(1);
+            o.catch_up(self.clock);
             if self.down[h] != 0 {
                 o.dead = o.dead.max(1);
             }
@@ -322,10 +333,10 @@ impl World {
             } else if self.rng.chance(0.01) {
                 o.dead = 1 + self.rng.below(10);
             }
-            if o.dead > 0 {
-                o.tracked = None;
-            } else if o.tracked.is_none() && o.stalled == 0 {
-                // Back: a list, from which on nothing before is known.
+            // A dead watch keeps what it followed and vouches for nothing (see `watched`);
+            // back, it resumes from its version.
+            if o.dead == 0 && o.tracked.is_none() && o.stalled == 0 {
+                // The first list: from which on nothing before is known.
                 o.tracked = o.since.map(|_| (o.version, o.key, self.clock));
             }
         }
@@ -509,6 +520,9 @@ fn run(seed: u64, bent: Bent, verbose: bool) -> Result<u64, String> {
             .zip(&world.objects)
             .zip(&probes)
             .filter_map(|((hub, o), p)| {
+                if o.dead > 0 {
+                    return None;
+                }
                 let (version, _, since) = o.tracked?;
                 Some((
                     *hub,

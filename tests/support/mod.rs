@@ -253,6 +253,22 @@ impl Sidecar {
     }
 
     /// SIGTERM, then the exit status and how long the exit took.
+    /// SIGTERM, then the exit status; fails if none came within `bound`, killing the process.
+    pub fn terminate_within(&mut self, bound: Duration) -> ExitStatus {
+        signal(self.child.id(), "TERM");
+        let deadline = Instant::now() + bound;
+        while Instant::now() < deadline {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            std::thread::sleep(Duration::from_millis(25));
+        }
+        panic!(
+            "no exit within {bound:?} of SIGTERM; logs:\n{}",
+            self.logs()
+        );
+    }
+
     pub fn terminate(&mut self) -> (ExitStatus, Duration) {
         let started = Instant::now();
         signal(self.child.id(), "TERM");
