@@ -119,7 +119,7 @@ impl Follower {
             let steered = self.read_overrides().await;
             let now = Instant::now();
             // News is read a span later only when the watches can vouch for that read: every
-            // one follows its object (a watch back from a failure does from its next write).
+            // one follows its object (a watch back from a failure does from its next heartbeat).
             let vouched = match woke {
                 pace::Wake::News => {
                     self.watches_vouch(now) && self.watched(now).len() == self.watches.len()

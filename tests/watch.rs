@@ -598,3 +598,37 @@ async fn a_claim_older_than_the_basis_is_left_to_its_watch_and_read_when_it_ripe
     assert_eq!(published(&s), ("secondary".into(), 2));
     assert_eq!(s.metric("kubeslice_worker_hub_switches_total"), 1.0);
 }
+
+/// The same with the worker's erasure, as the real worker-operator does on the hub it talks to:
+/// B's claim is gone after the switch, so the old Active's claim on A wins each round and is
+/// held for being no fresher than the basis (rule 5). That hold is left to A's watch too:
+/// reads relax, and a republish that changes only A's `lastUpdated` is read on the news.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_claim_held_for_the_basis_beside_an_erased_claim_is_left_to_its_watch() {
+    let hubs = Hubs::start().await;
+    let s = vouching(&hubs, "300ms");
+    let whole = |secs: i64| {
+        jiff::Timestamp::from_second(jiff::Timestamp::now().as_second() + secs)
+            .unwrap()
+            .to_string()
+    };
+    let (a, b) = (hubs.primary.endpoint(), hubs.secondary.endpoint());
+    hubs.primary.claim_at(&a, "ctrl-a", &whole(-60));
+    hubs.secondary.claim_at(&b, "ctrl-b", &whole(0));
+    s.wait_until("the switch", Duration::from_secs(5), |s| {
+        published(s).0 == "secondary"
+    });
+    hubs.secondary.clear_claim();
+    s.wait_until("the old claim held", Duration::from_secs(10), |s| {
+        s.status()["held"]["reason"] == "older_than_basis"
+    });
+    s.wait_until("reads relaxed", Duration::from_secs(20), |s| {
+        s.status()["pollingRelaxed"] == true
+    });
+    let reads = hubs.primary.requests();
+    hubs.primary.claim_at(&a, "ctrl-a", &whole(-30));
+    s.wait_until("the republish read", Duration::from_secs(8), |_| {
+        hubs.primary.requests() > reads
+    });
+    assert_eq!(published(&s), ("secondary".into(), 2));
+}

@@ -20,7 +20,7 @@ use crate::handoff::{Basis, Handoff, SteeredBy};
 use crate::hub::Probe;
 use crate::metrics::Metrics;
 use crate::overrides::{Kind, Overrides};
-use crate::resolver::{Decision, Held, Reason, Resolver};
+use crate::resolver::{Candidate, Decision, Held, Hold, Reason, Resolver};
 use crate::state::{FollowerView, HeldView, HubView, SeenClaim};
 use crate::verdict::{ErrorReason, HubId, Verdict};
 
@@ -125,10 +125,38 @@ pub(super) struct Watched {
     pub(super) held_for: std::time::Duration,
 }
 
-/// The reporters of claims older than the basis (`stale`), each with the resourceVersion its
-/// read returned, when each one's watch had shown that version before the reads: from then on
-/// the watch sees every change of that claim. Empty unless every one of them is so followed.
-/// Such a claim can only become fresher by a write to its object: the basis only moves up.
+/// The hubs whose claims are older than the basis: the reporters of claims for another hub
+/// that are old news (`stale`), and, when the winner is held for being no fresher than the
+/// basis (rule 5, as when the worker has erased the claim on its own hub), every hub whose
+/// claim names the held candidate. Such a claim can only become fresher by a write to its
+/// object: the basis only moves up, and only by a decision.
+fn older_than_basis(
+    stale: &[HubId],
+    held: Option<&Held>,
+    answers: &[Probe],
+    config: &Config,
+) -> Vec<HubId> {
+    let mut older = stale.to_vec();
+    if let Some(held) = held.filter(|h| matches!(h.why, Hold::NotFresherThanBasis { .. })) {
+        let hubs = config.endpoints();
+        for p in answers {
+            let names_it = match &p.verdict {
+                Verdict::Claim(c) => {
+                    Candidate::of(c, &hubs).is_some_and(|c| c.hub == held.candidate.hub)
+                }
+                _ => false,
+            };
+            if names_it && !older.contains(&p.hub) {
+                older.push(p.hub);
+            }
+        }
+    }
+    older
+}
+
+/// The hubs of claims older than the basis (`older`), each with the resourceVersion its read
+/// returned, when each one's watch had shown that version before the reads: from then on the
+/// watch sees every change of that claim. Empty unless every one of them is so followed.
 fn follow_closely(
     stale: &[HubId],
     probes: &[Probe],
@@ -413,9 +441,13 @@ impl Core {
                 None => p.clone(),
             })
             .collect();
-        self.followed_closely = follow_closely(&step.stale, probes, watched);
-        let stale_followed = self.followed_closely.len() == step.stale.len();
-        let settled = pace::settled(&answers, &step, stale_followed);
+        let older = older_than_basis(&step.stale, step.held.as_ref(), &answers, &self.config);
+        self.followed_closely = follow_closely(&older, probes, watched);
+        // A held winner with no claim read for it (one the watch showed and the worker
+        // erased) is not left to a watch.
+        let older_followed = self.followed_closely.len() == older.len()
+            && (step.held.is_none() || !older.is_empty());
+        let settled = pace::settled(&answers, &step, older_followed);
         let left = pace::Left {
             unfinished: pace::unfinished(
                 pending_before.as_ref(),
@@ -1129,6 +1161,38 @@ mod tests {
         assert_eq!(promoted(behind), (vec![], pace::Act::Read));
         let unwatched = vec![(HubId::SECONDARY, vouching("20", 30))];
         assert_eq!(promoted(unwatched), (vec![], pace::Act::Read));
+    }
+
+    #[test]
+    fn a_claim_held_for_being_older_than_the_basis_is_left_to_its_watch_too() {
+        // As with the real worker-operator: it erased the claim on B, the hub it is on, so the
+        // old Active's claim on A wins the round and is held (rule 5).
+        let promoted = |watched: Vec<(HubId, Watched)>| {
+            let mut r = run(&[]);
+            let t = r.now;
+            r.round(claim(B, None, t), claim(B, None, t));
+            r.versions = [Some("10"), Some("20")];
+            r.watched = watched;
+            let old = r.ago(60);
+            assert_eq!(r.round(claim(A, None, old), Verdict::NoClaim), vec![]);
+            assert!(r.core.held.is_some());
+            let wake = r.at + Duration::from_secs(10);
+            let act = r.core.on_wake(wake, pace::Wake::Timer, false, true);
+            (r.core.followed_closely().to_vec(), act)
+        };
+        let both = vec![
+            (HubId::PRIMARY, vouching("10", 30)),
+            (HubId::SECONDARY, vouching("20", 30)),
+        ];
+        assert_eq!(
+            promoted(both),
+            (vec![(HubId::PRIMARY, "10".to_string())], pace::Act::Skip)
+        );
+        let behind = vec![
+            (HubId::PRIMARY, vouching("9", 30)),
+            (HubId::SECONDARY, vouching("20", 30)),
+        ];
+        assert_eq!(promoted(behind), (vec![], pace::Act::Read));
     }
 
     fn vouching(version: &str, held: u64) -> Watched {

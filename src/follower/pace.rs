@@ -9,7 +9,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::hub::Probe;
-use crate::resolver::{Pending, Step};
+use crate::resolver::{Held, Hold, Pending, Step};
 use crate::verdict::{HubId, Verdict};
 
 /// Rounds started by the watch are at least this far apart, so an event storm costs a bounded
@@ -196,18 +196,22 @@ impl Pacer {
 /// A round left nothing that time alone could change: every hub answered, and nothing was
 /// decided, held or rejected, and the startup default is not waiting. A held claim whose
 /// controller clock catches up, or a claim dated ahead of ours, changes with time and no
-/// event; reads at `--poll-interval` are what see it. A claim older than the basis is settled
-/// only when `stale_followed`: at equal or absent epochs a republish that changes only
-/// `lastUpdated` makes it fresher, and the watch raises news for that only while it follows
-/// the claim closely (`claim_watch::Closely`).
-pub(super) fn settled(probes: &[Probe], step: &Step, stale_followed: bool) -> bool {
+/// event; reads at `--poll-interval` are what see it. A claim older than the basis, a stale
+/// one or a winner held for it, is settled only when `older_followed`: at equal or absent
+/// epochs a republish that changes only `lastUpdated` makes it fresher, and the watch raises
+/// news for that only while it follows the claim closely (`claim_watch::Closely`).
+pub(super) fn settled(probes: &[Probe], step: &Step, older_followed: bool) -> bool {
+    let held_for_basis = |h: &Held| matches!(h.why, Hold::NotFresherThanBasis { .. });
     probes
         .iter()
         .all(|p| !matches!(p.verdict, Verdict::Error(_)))
         && step.decision.is_none()
         && step.rejected.is_empty()
-        && (step.stale.is_empty() || stale_followed)
-        && step.held.is_none()
+        && (step.stale.is_empty() || older_followed)
+        && step
+            .held
+            .as_ref()
+            .is_none_or(|h| older_followed && held_for_basis(h))
         && step.undecided_until.is_none()
 }
 
@@ -427,7 +431,7 @@ mod tests {
             },
             Step {
                 held: Some(Held {
-                    candidate,
+                    candidate: candidate.clone(),
                     why: Hold::Unauthenticated(ErrorReason::Unauthorized),
                 }),
                 ..Step::default()
@@ -444,6 +448,28 @@ mod tests {
         };
         assert!(settled(&answered, &stale, true));
         assert!(!settled(&secondary_silent(), &stale, true));
+        // So does a winner held for being no fresher than the basis; no other hold.
+        let held = |why: Hold| Step {
+            held: Some(Held {
+                candidate: candidate.clone(),
+                why,
+            }),
+            ..Step::default()
+        };
+        let old = |at: i64| crate::claim::Claim {
+            endpoint: crate::claim::Endpoint::parse("https://a.example:6443").expect("valid"),
+            identity: None,
+            last_updated: Some(jiff::Timestamp::from_second(at).expect("valid")),
+            epoch: None,
+        };
+        let basis = held(Hold::NotFresherThanBasis {
+            claim: old(1_800_000_000),
+            basis: old(1_800_000_060),
+        });
+        assert!(settled(&answered, &basis, true));
+        assert!(!settled(&answered, &basis, false));
+        let refused = held(Hold::Unauthenticated(ErrorReason::Unauthorized));
+        assert!(!settled(&answered, &refused, true));
     }
 
     fn pending(hub: HubId, count: u32) -> Pending {

@@ -252,8 +252,8 @@ impl Sidecar {
         );
     }
 
-    /// SIGTERM, then the exit status and how long the exit took.
-    /// SIGTERM, then the exit status; fails if none came within `bound`, killing the process.
+    /// SIGTERM, then the exit status; fails if none came within `bound` (the process is
+    /// killed when the `Sidecar` is dropped).
     pub fn terminate_within(&mut self, bound: Duration) -> ExitStatus {
         signal(self.child.id(), "TERM");
         let deadline = Instant::now() + bound;
@@ -269,6 +269,7 @@ impl Sidecar {
         );
     }
 
+    /// SIGTERM, then the exit status and how long the exit took.
     pub fn terminate(&mut self) -> (ExitStatus, Duration) {
         let started = Instant::now();
         signal(self.child.id(), "TERM");
