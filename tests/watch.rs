@@ -563,8 +563,12 @@ async fn a_claim_older_than_the_basis_is_left_to_its_watch_and_read_when_it_ripe
     s.wait_until("the switch", Duration::from_secs(5), |s| {
         published(s).0 == "secondary"
     });
-    // The round after the switch, a poll interval (10 s) later, finds the primary's claim
-    // older than the basis and its watch following it: reads relax.
+    // The switch brings reads back to --poll-interval; the round after it, a poll interval
+    // (10 s) later, finds the primary's claim older than the basis and its watch following
+    // it: reads relax.
+    s.wait_until("reads at --poll-interval", Duration::from_secs(5), |s| {
+        s.metric("kubeslice_worker_hub_poll_interval_seconds") == 10.0
+    });
     s.wait_until("reads relaxed", Duration::from_secs(20), |s| {
         s.status()["pollingRelaxed"] == true
     });
