@@ -96,7 +96,7 @@ async fn a_returning_hub_with_an_old_claim_never_moves_the_worker_even_across_a_
         published(s).0 == "primary"
     });
     s.wait_rounds(4);
-    assert_eq!(s.metric("kubeslice_worker_hub_switches_total"), 1.0);
+    s.wait_metric("kubeslice_worker_hub_switches_total", 1.0);
     assert_eq!(s.status()["held"], serde_json::Value::Null);
 }
 

@@ -135,7 +135,7 @@ async fn a_failover_switches_after_exactly_n_confirming_rounds() {
         (Some("switch"), Some(2))
     );
     assert_eq!(pending_counts(&s), ["1", "2"], "{}", s.logs());
-    assert_eq!(s.metric("kubeslice_worker_hub_switches_total"), 1.0);
+    s.wait_metric("kubeslice_worker_hub_switches_total", 1.0);
     assert_eq!(
         s.metric("kubeslice_worker_hub_active{hub=\"secondary\"}"),
         1.0

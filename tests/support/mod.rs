@@ -252,6 +252,14 @@ impl Sidecar {
         );
     }
 
+    /// Waits until the metric reads `value`. A decision is on disk before the sidecar counts
+    /// it (`Core::written` follows the write), so a count is awaited, not read at once.
+    pub fn wait_metric(&self, name: &str, value: f64) {
+        self.wait_until(&format!("{name} = {value}"), Duration::from_secs(5), |s| {
+            s.metric(name) == value
+        });
+    }
+
     /// SIGTERM, then the exit status; fails if none came within `bound` (the process is
     /// killed when the `Sidecar` is dropped).
     pub fn terminate_within(&mut self, bound: Duration) -> ExitStatus {
