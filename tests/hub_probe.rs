@@ -144,7 +144,7 @@ async fn hangs_and_stalls_cost_one_timeout_and_no_more() {
     for fault in [Fault::HangAccept, Fault::Hang, Fault::StallBody] {
         f.hub.set_fault(fault.clone());
         f.hub.restart().await;
-        let reads = f.hub.requests();
+        let (reads, accepts) = (f.hub.requests(), f.hub.accepts());
         let started = Instant::now();
         let probe = f.client.probe().await;
         let took = started.elapsed();
@@ -163,8 +163,10 @@ async fn hangs_and_stalls_cost_one_timeout_and_no_more() {
             "{fault:?}: {e:?}"
         );
         assert!(took >= TIMEOUT, "{fault:?} took {took:?}");
-        // One attempt, not a retry after the deadline. (HangAccept never gets a request to
-        // count.) What a hung hub costs beyond the deadline is measured in benches/failover.rs.
+        // One attempt, not a retry after the deadline: one connection, and one request on
+        // it (HangAccept never gets a request to count). What a hung hub costs beyond the
+        // deadline is measured in benches/failover.rs.
+        assert_eq!(f.hub.accepts() - accepts, 1, "{fault:?}");
         let expected = u64::from(fault != Fault::HangAccept);
         assert_eq!(f.hub.requests() - reads, expected, "{fault:?}");
     }

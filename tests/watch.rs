@@ -543,6 +543,27 @@ async fn a_claim_that_flickers_is_vouched_for_only_a_span_after_its_last_change(
     s.wait_metric("kubeslice_worker_hub_switches_total", 1.0);
 }
 
+/// `secs` from now, in whole seconds, as a controller writes `lastUpdated`.
+fn whole(secs: i64) -> String {
+    jiff::Timestamp::from_second(jiff::Timestamp::now().as_second() + secs)
+        .unwrap()
+        .to_string()
+}
+
+/// B promoted while the old Active's controller left its own claim on A, a minute old and
+/// without epochs; the sidecar, its watches vouching, has switched to B.
+async fn promoted_beside_the_old_claim() -> (Hubs, Sidecar) {
+    let hubs = Hubs::start().await;
+    let s = vouching(&hubs, "300ms");
+    let (a, b) = (hubs.primary.endpoint(), hubs.secondary.endpoint());
+    hubs.primary.claim_at(&a, "ctrl-a", &whole(-60));
+    hubs.secondary.claim_at(&b, "ctrl-b", &whole(0));
+    s.wait_until("the switch", Duration::from_secs(5), |s| {
+        published(s).0 == "secondary"
+    });
+    (hubs, s)
+}
+
 /// A promotion that leaves the old Active's own claim, older than the basis and without
 /// epochs, on its hub: its watch follows that claim closely, so reads relax as before the
 /// promotion, and a republish that changes only `lastUpdated` is read on the watch's news, not
@@ -550,19 +571,8 @@ async fn a_claim_that_flickers_is_vouched_for_only_a_span_after_its_last_change(
 /// themselves, a split brain, said at once, and the worker stays (rule 11).
 #[tokio::test(flavor = "multi_thread")]
 async fn a_claim_older_than_the_basis_is_left_to_its_watch_and_read_when_it_ripens() {
-    let hubs = Hubs::start().await;
-    let s = vouching(&hubs, "300ms");
-    let whole = |secs: i64| {
-        jiff::Timestamp::from_second(jiff::Timestamp::now().as_second() + secs)
-            .unwrap()
-            .to_string()
-    };
-    let (a, b) = (hubs.primary.endpoint(), hubs.secondary.endpoint());
-    hubs.primary.claim_at(&a, "ctrl-a", &whole(-60));
-    hubs.secondary.claim_at(&b, "ctrl-b", &whole(0));
-    s.wait_until("the switch", Duration::from_secs(5), |s| {
-        published(s).0 == "secondary"
-    });
+    let (hubs, s) = promoted_beside_the_old_claim().await;
+    let a = hubs.primary.endpoint();
     // The switch brings reads back to --poll-interval; the round after it, a poll interval
     // (10 s) later, finds the primary's claim older than the basis and its watch following
     // it: reads relax.
@@ -609,19 +619,8 @@ async fn a_claim_older_than_the_basis_is_left_to_its_watch_and_read_when_it_ripe
 /// reads relax, and a republish that changes only A's `lastUpdated` is read on the news.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_claim_held_for_the_basis_beside_an_erased_claim_is_left_to_its_watch() {
-    let hubs = Hubs::start().await;
-    let s = vouching(&hubs, "300ms");
-    let whole = |secs: i64| {
-        jiff::Timestamp::from_second(jiff::Timestamp::now().as_second() + secs)
-            .unwrap()
-            .to_string()
-    };
-    let (a, b) = (hubs.primary.endpoint(), hubs.secondary.endpoint());
-    hubs.primary.claim_at(&a, "ctrl-a", &whole(-60));
-    hubs.secondary.claim_at(&b, "ctrl-b", &whole(0));
-    s.wait_until("the switch", Duration::from_secs(5), |s| {
-        published(s).0 == "secondary"
-    });
+    let (hubs, s) = promoted_beside_the_old_claim().await;
+    let a = hubs.primary.endpoint();
     hubs.secondary.clear_claim();
     s.wait_until("the old claim held", Duration::from_secs(10), |s| {
         s.status()["held"]["reason"] == "older_than_basis"

@@ -165,15 +165,8 @@ fn follow_closely(
     let followed: Vec<(HubId, String)> = stale
         .iter()
         .filter_map(|hub| {
-            let read = probes
-                .iter()
-                .find(|p| p.hub == *hub)?
-                .resource_version
-                .clone()?;
-            watched
-                .iter()
-                .any(|(h, w)| h == hub && w.resource_version == read)
-                .then_some((*hub, read))
+            followed_to_the_read(*hub, probes, watched)
+                .map(|(_, watch)| (*hub, watch.resource_version.clone()))
         })
         .collect();
     if followed.len() == stale.len() {
@@ -181,6 +174,19 @@ fn follow_closely(
     } else {
         Vec::new()
     }
+}
+
+/// `hub`'s read, and what its watch vouched for before the reads, when the watch had shown
+/// the very resourceVersion the read returned: it saw every write up to the read.
+fn followed_to_the_read<'a>(
+    hub: HubId,
+    probes: &'a [Probe],
+    watched: &'a [(HubId, Watched)],
+) -> Option<(&'a Probe, &'a Watched)> {
+    let probe = probes.iter().find(|p| p.hub == hub)?;
+    let (_, watch) = watched.iter().find(|(h, _)| *h == hub)?;
+    (probe.resource_version.as_deref() == Some(watch.resource_version.as_str()))
+        .then_some((probe, watch))
 }
 
 /// The span N confirming rounds take: N − 1 confirm intervals.
@@ -511,16 +517,9 @@ impl Core {
         let span = confirmation_span(&self.config);
         !span.is_zero()
             && self.config.hubs.iter().all(|h| {
-                let probe = probes.iter().find(|p| p.hub == h.id);
-                let watch = watched.iter().find(|(hub, _)| *hub == h.id).map(|(_, w)| w);
-                match (probe, watch) {
-                    (Some(p), Some(w)) => {
-                        p.verdict.answered()
-                            && p.resource_version.as_deref() == Some(w.resource_version.as_str())
-                            && w.held_for >= span
-                    }
-                    _ => false,
-                }
+                followed_to_the_read(h.id, probes, watched).is_some_and(|(probe, watch)| {
+                    probe.verdict.answered() && watch.held_for >= span
+                })
             })
     }
 
@@ -1131,68 +1130,55 @@ mod tests {
     #[test]
     fn a_claim_older_than_the_basis_is_left_to_its_watch_only_when_the_watch_has_shown_it() {
         // B was promoted; A's controller left its own old claim (no epochs), which a republish
-        // alone could make fresher than the basis.
-        let promoted = |watched: Vec<(HubId, Watched)>| {
-            let mut r = run(&[]);
-            let t = r.now;
-            r.round(claim(B, None, t), claim(B, None, t));
-            r.versions = [Some("10"), Some("20")];
-            r.watched = watched;
-            let old = r.ago(60);
-            assert_eq!(r.round(claim(A, None, old), claim(B, None, t)), vec![]);
-            // Ten seconds on, while every watch vouches: a relaxed pace skips the tick.
-            let wake = r.at + Duration::from_secs(10);
-            let act = r.core.on_wake(wake, pace::Wake::Timer, false, true);
-            (r.core.followed_closely().to_vec(), act)
-        };
-        let both = vec![
-            (HubId::PRIMARY, vouching("10", 30)),
-            (HubId::SECONDARY, vouching("20", 30)),
-        ];
-        assert_eq!(
-            promoted(both),
-            (vec![(HubId::PRIMARY, "10".to_string())], pace::Act::Skip)
-        );
-        // A's watch had not shown the version read, or does not vouch: polled, as before.
-        let behind = vec![
-            (HubId::PRIMARY, vouching("9", 30)),
-            (HubId::SECONDARY, vouching("20", 30)),
-        ];
-        assert_eq!(promoted(behind), (vec![], pace::Act::Read));
-        let unwatched = vec![(HubId::SECONDARY, vouching("20", 30))];
-        assert_eq!(promoted(unwatched), (vec![], pace::Act::Read));
-    }
-
-    #[test]
-    fn a_claim_held_for_being_older_than_the_basis_is_left_to_its_watch_too() {
-        // As with the real worker-operator: it erased the claim on B, the hub it is on, so the
-        // old Active's claim on A wins the round and is held (rule 5).
-        let promoted = |watched: Vec<(HubId, Watched)>| {
-            let mut r = run(&[]);
-            let t = r.now;
-            r.round(claim(B, None, t), claim(B, None, t));
-            r.versions = [Some("10"), Some("20")];
-            r.watched = watched;
-            let old = r.ago(60);
-            assert_eq!(r.round(claim(A, None, old), Verdict::NoClaim), vec![]);
-            assert!(r.core.held.is_some());
-            let wake = r.at + Duration::from_secs(10);
-            let act = r.core.on_wake(wake, pace::Wake::Timer, false, true);
-            (r.core.followed_closely().to_vec(), act)
-        };
-        let both = vec![
-            (HubId::PRIMARY, vouching("10", 30)),
-            (HubId::SECONDARY, vouching("20", 30)),
-        ];
-        assert_eq!(
-            promoted(both),
-            (vec![(HubId::PRIMARY, "10".to_string())], pace::Act::Skip)
-        );
-        let behind = vec![
-            (HubId::PRIMARY, vouching("9", 30)),
-            (HubId::SECONDARY, vouching("20", 30)),
-        ];
-        assert_eq!(promoted(behind), (vec![], pace::Act::Read));
+        // alone could make fresher than the basis. On B stands B's claim, or none: the real
+        // worker-operator erases the claim on the hub it is on, and then the old claim on A
+        // wins the round and is held (rule 5). Either way that claim is left to A's watch.
+        for erased in [false, true] {
+            let promoted = |watched: Vec<(HubId, Watched)>| {
+                let mut r = run(&[]);
+                let t = r.now;
+                r.round(claim(B, None, t), claim(B, None, t));
+                r.versions = [Some("10"), Some("20")];
+                r.watched = watched;
+                let old = r.ago(60);
+                let on_b = if erased {
+                    Verdict::NoClaim
+                } else {
+                    claim(B, None, t)
+                };
+                assert_eq!(r.round(claim(A, None, old), on_b), vec![]);
+                assert_eq!(r.core.held.is_some(), erased);
+                // Ten seconds on, while every watch vouches: a relaxed pace skips the tick.
+                let wake = r.at + Duration::from_secs(10);
+                let act = r.core.on_wake(wake, pace::Wake::Timer, false, true);
+                (r.core.followed_closely().to_vec(), act)
+            };
+            let both = vec![
+                (HubId::PRIMARY, vouching("10", 30)),
+                (HubId::SECONDARY, vouching("20", 30)),
+            ];
+            assert_eq!(
+                promoted(both),
+                (vec![(HubId::PRIMARY, "10".to_string())], pace::Act::Skip),
+                "erased: {erased}"
+            );
+            // A's watch had not shown the version read, or does not vouch: polled, as before.
+            let behind = vec![
+                (HubId::PRIMARY, vouching("9", 30)),
+                (HubId::SECONDARY, vouching("20", 30)),
+            ];
+            assert_eq!(
+                promoted(behind),
+                (vec![], pace::Act::Read),
+                "erased: {erased}"
+            );
+            let unwatched = vec![(HubId::SECONDARY, vouching("20", 30))];
+            assert_eq!(
+                promoted(unwatched),
+                (vec![], pace::Act::Read),
+                "erased: {erased}"
+            );
+        }
     }
 
     fn vouching(version: &str, held: u64) -> Watched {

@@ -132,6 +132,8 @@ pub struct HubState {
     /// Bookmarks sent, on all watches.
     pub bookmarks: u64,
     pub handshakes: u64,
+    /// TCP connections accepted, TLS or not.
+    pub accepts: u64,
     /// Bumped by every change of the claim, as an API server bumps resourceVersion.
     pub resource_version: u64,
     changes: watch::Sender<u64>,
@@ -189,6 +191,7 @@ impl FakeHub {
             bookmark_every: None,
             bookmarks: 0,
             handshakes: 0,
+            accepts: 0,
             resource_version: 1,
             changes: watch::channel(1).0,
         }));
@@ -275,6 +278,10 @@ impl FakeHub {
         self.state.lock().unwrap().handshakes
     }
 
+    pub fn accepts(&self) -> u64 {
+        self.state.lock().unwrap().accepts
+    }
+
     /// Stops listening and drops every open connection: the hub is down.
     pub fn stop(&mut self) {
         if let Some(stop) = self.stop.take() {
@@ -319,7 +326,11 @@ impl FakeHub {
                     _ = stop.changed() => return,
                     accepted = listener.accept() => match accepted { Ok(c) => c, Err(_) => continue },
                 };
-                let fault = state.lock().unwrap().fault.clone();
+                let fault = {
+                    let mut s = state.lock().unwrap();
+                    s.accepts += 1;
+                    s.fault.clone()
+                };
                 let tls = match fault {
                     Fault::WrongCa => wrong_ca.clone(),
                     Fault::Expired => expired.clone(),
