@@ -23,6 +23,8 @@ mod core;
 mod notes;
 mod pace;
 #[cfg(test)]
+mod pace_simulation;
+#[cfg(test)]
 mod simulation;
 mod steering;
 

@@ -71,7 +71,7 @@ const CALM: usize = ((DEAD_AFTER.as_secs() + WINDOW.as_secs() + 20) / TICK.as_se
 const SPLIT_ROUNDS: usize = 150;
 
 /// splitmix64: enough randomness for a world, and the same world for the same seed.
-struct Rng(u64);
+pub(super) struct Rng(pub(super) u64);
 
 impl Rng {
     fn next(&mut self) -> u64 {
@@ -82,11 +82,11 @@ impl Rng {
         z ^ (z >> 31)
     }
 
-    fn chance(&mut self, p: f64) -> bool {
+    pub(super) fn chance(&mut self, p: f64) -> bool {
         (self.next() >> 11) as f64 / (1u64 << 53) as f64 <= p
     }
 
-    fn below(&mut self, n: usize) -> usize {
+    pub(super) fn below(&mut self, n: usize) -> usize {
         (self.next() % n as u64) as usize
     }
 }
@@ -724,7 +724,7 @@ fn run(seed: u64, bent: Bent, verbose: bool) -> Result<u64, String> {
     Ok(vouched_switches)
 }
 
-fn seeds() -> Vec<u64> {
+pub(super) fn seeds() -> Vec<u64> {
     if let Some(seed) = std::env::var("HUB_SIM_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
