@@ -181,6 +181,7 @@ impl Fact {
                     Outcome::GateFailed => (Normal, "WorkerRestarting", "Restart", format!("restart mode {mode}: /worker/livez fails so that kubelet restarts the worker onto the new hub{g}")),
                     Outcome::Observed => (Normal, "WorkerRestarting", "Restart", format!("restart mode {mode} (observe only): the worker would be restarted now; nothing is done{g}")),
                     Outcome::Exited => (Normal, "WorkerRestarting", "Restart", format!("restart mode {mode}: the sidecar exits so that kubelet restarts every container of the pod onto the new hub{g}")),
+                    Outcome::Requested => (Normal, "WorkerRestarting", "Restart", format!("restart mode {mode}: asked the exec wrapper to restart the worker in place onto the new hub{g}")),
                     Outcome::NotFound => (Warning, "WorkerRestarting", "Restart", format!("restart mode {mode}: no worker process found to signal; /worker/livez fails as a safety net{g}")),
                     Outcome::PermissionDenied => (Warning, "WorkerRestarting", "Restart", format!("restart mode {mode}: not permitted to signal the worker; /worker/livez fails as a safety net{g}")),
                     Outcome::Verified => (Normal, "WorkerRestarted", "Restart", format!("the worker restarted onto the new hub{g}")),

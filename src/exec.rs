@@ -1,32 +1,25 @@
 //! `hub-follower exec` (the worker's wrapper) and `hub-follower install` (puts the binary into
 //! a shared volume, so the worker's image needs no change).
+//!
+//! The wrapper either becomes the worker (exec(2)), or, with `--in-place`, stays as the
+//! container's PID 1 and restarts the worker in place when the sidecar asks ([`in_place`]).
+
+pub mod in_place;
+pub mod startup;
+pub mod supervisor;
 
 use std::ffi::OsString;
 use std::fs;
 use std::io;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::path::Path;
+use std::time::Duration;
 
-use crate::handoff::{self, Ack, Handoff, HandoffError};
+use startup::wait_for_decision;
+pub use startup::ExecError;
 
-#[derive(Debug, thiserror::Error)]
-pub enum ExecError {
-    #[error("no decision was published in {dir} within {waited} (is the hub-follower sidecar running, and is {dir} the volume it shares with this container?){last}", waited = humantime::format_duration(*.waited), last = .last_error.as_ref().map(|e| format!("; last error: {e}")).unwrap_or_default())]
-    NothingPublished {
-        dir: PathBuf,
-        waited: Duration,
-        last_error: Option<HandoffError>,
-    },
-    #[error("cannot start {command:?}: {source}")]
-    Exec {
-        command: OsString,
-        source: io::Error,
-    },
-    #[error("no command given after --")]
-    NoCommand,
-}
+use crate::handoff::{self, Ack};
 
 /// Waits for a published decision, records which one this worker starts on, then becomes
 /// `command` (exec(2)): the PID stays, so signals reach the worker directly. Returns only on
@@ -64,26 +57,6 @@ pub fn exec(dir: &Path, wait: Duration, kubeconfig: bool, command: &[OsString]) 
     ExecError::Exec {
         command: program.clone(),
         source: cmd.exec(),
-    }
-}
-
-fn wait_for_decision(dir: &Path, wait: Duration) -> Result<Handoff, ExecError> {
-    let started = Instant::now();
-    let mut last_error = None;
-    loop {
-        match handoff::read(dir) {
-            Ok(Some(h)) => return Ok(h),
-            Ok(None) => {}
-            Err(e) => last_error = Some(e),
-        }
-        if started.elapsed() >= wait {
-            return Err(ExecError::NothingPublished {
-                dir: dir.to_path_buf(),
-                waited: wait,
-                last_error,
-            });
-        }
-        std::thread::sleep(Duration::from_millis(100));
     }
 }
 

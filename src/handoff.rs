@@ -27,6 +27,7 @@ pub const ENV_FILE: &str = "active-hub.env";
 pub const KUBECONFIG_FILE: &str = "kubeconfig";
 pub const ACK_FILE: &str = "worker-ack.json";
 pub const RESTART_REQUEST_FILE: &str = "restart-request.json";
+pub const MOVE_REQUEST_FILE: &str = "move-request.json";
 const DATA_LINK: &str = "..data";
 const FILES: [&str; 3] = [JSON_FILE, ENV_FILE, KUBECONFIG_FILE];
 
@@ -269,6 +270,32 @@ pub fn write_restart_request(dir: &Path, request: &RestartRequest) -> io::Result
         tracing::warn!(dir = %dir.display(), error = %e, "cannot sync the handoff folder after writing the restart request");
     }
     Ok(())
+}
+
+/// `move-request.json`: written by the sidecar in in-place mode when it moves the worker; the
+/// exec wrapper (`--in-place`) restarts the worker onto the decision published now when the
+/// request names a generation newer than the worker's.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MoveRequest {
+    /// The decision the move is for.
+    pub generation: u64,
+    pub hub: HubId,
+    /// RFC 3339.
+    pub requested_at: String,
+}
+
+/// Writes the move request in one rename, so the wrapper reads all of it or the one before.
+pub fn write_move_request(dir: &Path, request: &MoveRequest) -> io::Result<()> {
+    let tmp = dir.join(format!(".move-request.{}.partial", std::process::id()));
+    let json = serde_json::to_vec_pretty(request).map_err(io::Error::other)?;
+    write_synced(&tmp, &json)?;
+    fs::rename(&tmp, dir.join(MOVE_REQUEST_FILE))
+}
+
+/// The last move request, if there is a readable one.
+pub fn read_move_request(dir: &Path) -> Option<MoveRequest> {
+    serde_json::from_slice(&fs::read(dir.join(MOVE_REQUEST_FILE)).ok()?).ok()
 }
 
 /// `restart-request.json` as found: the request, when it can be read, and when the file was

@@ -24,8 +24,16 @@ fn main() -> ExitCode {
         Some(Command::Exec {
             wait,
             kubeconfig,
+            in_place,
+            stop_grace,
             command,
-        }) => return exec(&cli.settings.handoff_dir, &wait, kubeconfig, &command),
+        }) => {
+            let dir = &cli.settings.handoff_dir;
+            return match in_place {
+                true => exec_in_place(dir, &wait, &stop_grace, kubeconfig, &command),
+                false => exec(dir, &wait, kubeconfig, &command),
+            };
+        }
         Some(Command::Check { output }) => Some(output),
         None => None,
     };
@@ -105,10 +113,45 @@ fn exec(handoff_dir: &Path, wait: &str, kubeconfig: bool, command: &[OsString]) 
     };
     let err = hub_follower::exec::exec(handoff_dir, wait, kubeconfig, command);
     eprintln!("hub-follower exec: {err}");
+    ExitCode::from(exec_error_code(&err))
+}
+
+fn exec_in_place(
+    dir: &Path,
+    wait: &str,
+    grace: &str,
+    kubeconfig: bool,
+    command: &[OsString],
+) -> ExitCode {
+    let (wait, grace) = match (
+        hub_follower::config::exec_wait(wait),
+        hub_follower::config::stop_grace(grace),
+    ) {
+        (Ok(w), Ok(g)) => (w, g),
+        (Err(e), _) | (_, Err(e)) => return usage_error(&e.to_string()),
+    };
+    let options = hub_follower::exec::in_place::Options {
+        dir,
+        wait,
+        grace,
+        kubeconfig,
+        command,
+    };
+    match hub_follower::exec::in_place::run(&options) {
+        Ok(code) => ExitCode::from(code),
+        Err(err) => {
+            eprintln!("hub-follower exec: {err}");
+            ExitCode::from(exec_error_code(&err))
+        }
+    }
+}
+
+fn exec_error_code(err: &hub_follower::exec::ExecError) -> u8 {
+    use hub_follower::exec::ExecError;
     match err {
-        hub_follower::exec::ExecError::Exec { .. } => ExitCode::from(127),
-        hub_follower::exec::ExecError::NoCommand => ExitCode::from(2),
-        hub_follower::exec::ExecError::NothingPublished { .. } => ExitCode::FAILURE,
+        ExecError::Exec { .. } => 127,
+        ExecError::NoCommand => 2,
+        ExecError::NothingPublished { .. } | ExecError::Setup { .. } => 1,
     }
 }
 

@@ -25,10 +25,12 @@ pub enum Outcome {
     Observed,
     /// Restart-all mode: the sidecar exits with the restart code.
     Exited,
+    /// In-place mode: the move request for the exec wrapper is written.
+    Requested,
 }
 
 impl Outcome {
-    pub const ALL: [Outcome; 10] = [
+    pub const ALL: [Outcome; 11] = [
         Outcome::Signalled,
         Outcome::Killed,
         Outcome::Verified,
@@ -39,6 +41,7 @@ impl Outcome {
         Outcome::GateCleared,
         Outcome::Observed,
         Outcome::Exited,
+        Outcome::Requested,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -53,6 +56,7 @@ impl Outcome {
             Outcome::GateCleared => "gate_cleared",
             Outcome::Observed => "observed",
             Outcome::Exited => "exited",
+            Outcome::Requested => "requested",
         }
     }
 }

@@ -12,7 +12,9 @@
 //! - the gate never fails longer than `--liveness-fail-for`;
 //! - restart-all mode: the sidecar exits for a switch, and exits again only for a switch
 //!   published after that exit, whatever kubelet restarts: every container (the worker is gone
-//!   until after the new sidecar starts), or only the sidecar (the feature gate is off).
+//!   until after the new sidecar starts), or only the sidecar (the feature gate is off);
+//! - in-place mode (the exec wrapper's own machine, `exec::supervisor`, runs the worker): never
+//!   two workers at once, through slow and stubborn stops, crashes and sidecar restarts.
 //!
 //! `HUB_SIM_SEEDS` sets the number of seeds (1,000 by default; CI runs the default):
 //! `HUB_SIM_SEEDS=100000 cargo test --release --test restart_simulation`.
@@ -25,6 +27,7 @@ use tokio::time::Instant;
 mod support;
 
 use hub_follower::config::{RestartConfig, RestartMode};
+use hub_follower::exec::supervisor::{self, Order, Supervisor};
 use hub_follower::resolver::Reason;
 use hub_follower::restart::machine::{Ack, Action, Decision, Event, Machine, Request};
 use hub_follower::restart::process::ProcessId;
@@ -77,6 +80,9 @@ enum Break {
     LongGate,
     /// Restart-all mode: a sidecar that ignores the restart request an earlier one left.
     ForgetsRequest,
+    /// In-place mode: a wrapper that starts the next worker as soon as it asks the old one to
+    /// stop, not once it is gone.
+    EagerStart,
 }
 
 struct Broken {
@@ -176,6 +182,10 @@ struct World {
     kubelet_ignores_rule: bool,
     /// Restart-all mode: a switch was published since the last exit.
     switch_since_exit: bool,
+    /// In-place mode: the exec wrapper, while its container runs.
+    wrapper: Option<Supervisor>,
+    /// In-place mode: the move request on disk: generation and hub.
+    move_request: Option<(u64, HubId)>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -196,9 +206,10 @@ impl World {
             RestartMode::Signal,
             RestartMode::Liveness,
             RestartMode::RestartAll,
+            RestartMode::InPlace,
             RestartMode::None,
         ];
-        let mut config = support::builders::restart_config(mode[rng.usize(0..4)]);
+        let mut config = support::builders::restart_config(mode[rng.usize(0..mode.len())]);
         config.jitter = secs([0.0, 0.5, 5.0][rng.usize(0..3)]);
         config.cooldown = secs([0.0, 10.0, 60.0][rng.usize(0..3)]);
         config.kill_after = secs([1.0, 30.0][rng.usize(0..2)]);
@@ -253,6 +264,8 @@ impl World {
             sidecar_up_at: None,
             kubelet_ignores_rule,
             switch_since_exit: true,
+            wrapper: None,
+            move_request: None,
         };
         // The pod starts: the follower's first decision, then the worker starts on it.
         w.start_worker();
@@ -261,6 +274,15 @@ impl World {
     }
 
     fn start_worker(&mut self) {
+        assert!(
+            self.worker.is_none(),
+            "two workers run at once: {:?} had not exited",
+            self.worker
+        );
+        if self.in_place() && self.wrapper.is_none() {
+            // kubelet starts the container: the wrapper first, as its PID 1.
+            self.wrapper = Some(Supervisor::new(self.config.kill_after));
+        }
         self.next_pid += 1;
         let (hub, generation) = self.decision;
         self.worker = Some(Worker {
@@ -283,6 +305,66 @@ impl World {
         match self.rng.u8(0..3) {
             0 => self.ack_file = Some(ack),
             _ => self.ack_due = Some((self.now + secs(self.rng.f64() * 3.0), ack)),
+        }
+        if self.in_place() {
+            let started = supervisor::Input::Started {
+                pid: self.next_pid,
+                generation,
+                hub,
+            };
+            self.supervise(started);
+            // The wrapper reads the move request on file once a worker runs.
+            self.wrapper_reads_request();
+        }
+    }
+
+    fn in_place(&self) -> bool {
+        self.config.mode == RestartMode::InPlace
+    }
+
+    /// The wrapper's inotify wake: a request naming a published decision goes to its machine.
+    fn wrapper_reads_request(&mut self) {
+        let published = self.decision.1;
+        if let Some((generation, hub)) = self.move_request.filter(|(g, _)| *g <= published) {
+            self.supervise(supervisor::Input::Asked { generation, hub });
+        }
+    }
+
+    /// One input through the wrapper's machine, its orders carried out.
+    fn supervise(&mut self, input: supervisor::Input) {
+        let Some(wrapper) = self.wrapper.as_mut() else {
+            return;
+        };
+        let mut orders = wrapper.handle(self.now, input);
+        if self.rule == Some(Break::EagerStart)
+            && orders.iter().any(|o| matches!(o, Order::Stop { .. }))
+        {
+            orders.push(Order::Start);
+        }
+        for order in orders {
+            self.trace(&order);
+            match order {
+                Order::Start => self.start_worker(),
+                Order::Stop { pid } => {
+                    let delay = secs(self.rng.f64() * 5.0);
+                    if let Some(w) = self.worker.as_mut().filter(|w| w.id.pid == pid) {
+                        if !w.ignores_term {
+                            w.exits_at.get_or_insert(self.now + delay);
+                        }
+                    }
+                }
+                Order::Kill { pgid } => {
+                    if self.worker.is_some_and(|w| w.id.pid == pgid) {
+                        self.worker_exits();
+                    }
+                }
+                Order::Forward { .. } => {}
+                Order::Exit(_) => {
+                    // The container ends; kubelet starts it again after its back-off.
+                    self.wrapper = None;
+                    self.starts_at = Some(self.now + secs(1.0 + self.rng.f64() * 9.0));
+                }
+            }
         }
     }
 
@@ -381,6 +463,15 @@ impl World {
             }
             Action::Gate(None) => self.gate = None,
             Action::Record(Outcome::Observed) => self.acted(),
+            Action::Move { generation, hub } => {
+                if self.rng.u8(0..10) == 0 {
+                    // The request could not be written: nothing was asked of the wrapper.
+                    return Some(Event::MoveFailed);
+                }
+                self.acted();
+                self.move_request = Some((generation, hub));
+                self.wrapper_reads_request();
+            }
             Action::Record(_) | Action::Restarted { .. } => {}
             Action::Exit { generation, hub } => {
                 assert!(
@@ -462,7 +553,18 @@ impl World {
 
     fn worker_exits(&mut self) {
         self.trace(("worker exits", self.worker));
-        self.worker = None;
+        let gone = self.worker.take();
+        if self.in_place() {
+            // The wrapper reaps it, and decides: the next worker, or the container's end.
+            if let Some(w) = gone {
+                let status = supervisor::Status::Code(0);
+                self.supervise(supervisor::Input::Exited {
+                    pid: w.id.pid,
+                    status,
+                });
+            }
+            return;
+        }
         // kubelet's back-off before the restart.
         self.starts_at = Some(self.now + secs(1.0 + self.rng.f64() * 9.0));
     }
@@ -471,7 +573,9 @@ impl World {
     fn next_event(&self) -> Option<Instant> {
         let worker_exit = self.worker.and_then(|w| w.exits_at);
         let probe = (self.config.mode != RestartMode::None).then_some(self.probe_at);
+        let wrapper = self.wrapper.as_ref().and_then(Supervisor::next_wake);
         [
+            wrapper,
             worker_exit,
             self.sidecar_up_at,
             self.starts_at,
@@ -497,6 +601,14 @@ impl World {
             .is_some_and(|t| t <= to)
         {
             self.worker_exits();
+        }
+        if self
+            .wrapper
+            .as_ref()
+            .and_then(Supervisor::next_wake)
+            .is_some_and(|t| t <= to)
+        {
+            self.supervise(supervisor::Input::Tick);
         }
         if self.starts_at.is_some_and(|t| t <= to) {
             self.start_worker();
@@ -698,6 +810,7 @@ fn a_broken_rule_is_caught() {
         (Break::NoCooldown, "inside the cooldown"),
         (Break::LongGate, "longer than --liveness-fail-for"),
         (Break::ForgetsRequest, "exited again with no switch"),
+        (Break::EagerStart, "two workers run at once"),
     ];
     for (rule, message) in cases {
         let caught = quietly(|| {

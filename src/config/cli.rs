@@ -30,6 +30,13 @@ pub enum Command {
         /// Also export KUBECONFIG pointing at the handoff's kubeconfig.
         #[arg(long, env = "HUB_KUBECONFIG")]
         kubeconfig: bool,
+        /// Stay as the container's first process and run the worker as a child, restarting it
+        /// in place when the sidecar (--restart-mode in-place) asks: no container restart.
+        #[arg(long, env = "HUB_IN_PLACE")]
+        in_place: bool,
+        /// In place: how long a worker asked to stop has before SIGKILL (as kubelet's grace).
+        #[arg(long, env = "HUB_STOP_GRACE", default_value = "30s")]
+        stop_grace: String,
         /// The worker's command and arguments.
         #[arg(
             trailing_var_arg = true,

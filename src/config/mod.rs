@@ -385,6 +385,11 @@ pub fn exec_wait(raw: &str) -> Result<Duration, ConfigError> {
     parse::<Interval>("wait", raw).map(|i| i.0)
 }
 
+/// `exec --stop-grace`, parsed like every other duration.
+pub fn stop_grace(raw: &str) -> Result<Duration, ConfigError> {
+    parse::<Interval>("stop_grace", raw).map(|i| i.0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -581,7 +586,7 @@ mod tests {
             (
                 &["--restart-mode=kill"],
                 "--restart-mode",
-                "signal, liveness, restart-all or none",
+                "signal, liveness, restart-all, in-place or none",
             ),
             (&["--log-format=yaml"], "--log-format", "json or text"),
             (

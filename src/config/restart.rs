@@ -20,6 +20,9 @@ pub enum RestartMode {
     /// Exit with `--restart-exit-code`, so that kubelet restarts every container of the pod
     /// (KEP-5532 `RestartAllContainers`, a rule on the native sidecar).
     RestartAll,
+    /// Ask the exec wrapper (`exec --in-place`, the worker container's first process) to
+    /// restart the worker as its child: no container restart, so no kubelet back-off.
+    InPlace,
     /// Observe only: log and count what would be done.
     None,
 }
@@ -30,6 +33,7 @@ impl RestartMode {
             RestartMode::Signal => "signal",
             RestartMode::Liveness => "liveness",
             RestartMode::RestartAll => "restart-all",
+            RestartMode::InPlace => "in-place",
             RestartMode::None => "none",
         }
     }
@@ -42,9 +46,10 @@ impl FromStr for RestartMode {
             "signal" => Ok(Self::Signal),
             "liveness" => Ok(Self::Liveness),
             "restart-all" => Ok(Self::RestartAll),
+            "in-place" => Ok(Self::InPlace),
             "none" => Ok(Self::None),
             other => Err(format!(
-                "expected signal, liveness, restart-all or none, got {other:?}"
+                "expected signal, liveness, restart-all, in-place or none, got {other:?}"
             )),
         }
     }

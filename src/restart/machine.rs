@@ -150,7 +150,8 @@ impl Machine {
                 }
                 self.requested = Some(request);
             }
-            Event::ExitFailed => self.on_exit_failed(now),
+            // The worker did not move: the switch is owed still, and tried again.
+            Event::ExitFailed | Event::MoveFailed => self.on_request_unwritten(now),
             Event::Ack(ack) => self.on_ack(now, ack),
             Event::Processes(procs) => self.seen = procs,
             Event::Signalled { delivered, denied } => self.on_signalled(now, delivered, denied),
@@ -316,6 +317,19 @@ impl Machine {
                 self.record(Outcome::GateFailed);
                 self.underway = verifying;
             }
+            RestartMode::InPlace => {
+                tracing::info!(hub = %target.hub, generation = target.generation, "asking the exec wrapper to restart the worker in place");
+                // The driver records `requested` once the request is written.
+                self.view.last_outcome = Some(Outcome::Requested);
+                self.out.push(Action::Move {
+                    generation: target.generation,
+                    hub: target.hub,
+                });
+                self.underway = Underway::Verifying {
+                    before: HashSet::new(),
+                    until: now + self.config.verify_timeout,
+                };
+            }
             RestartMode::RestartAll => {
                 // The driver records `exited` once the restart request is written.
                 self.view.last_outcome = Some(Outcome::Exited);
@@ -439,6 +453,7 @@ mod tests {
                 RestartMode::Signal,
                 RestartMode::Liveness,
                 RestartMode::RestartAll,
+                RestartMode::InPlace,
                 RestartMode::None,
             ] {
                 let mut r = run(mode, 0, 0);
@@ -645,6 +660,93 @@ mod tests {
                 })
             )
             .is_empty());
+    }
+
+    fn moves(actions: &[Action]) -> Vec<(u64, HubId)> {
+        actions
+            .iter()
+            .filter_map(|a| match a {
+                Action::Move { generation, hub } => Some((*generation, *hub)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn in_place_asks_the_wrapper_once_and_is_verified_by_its_acknowledgement() {
+        let mut r = run(RestartMode::InPlace, 0, 60);
+        r.at(0.0, decision(P, 1, Reason::Startup));
+        r.at(10.0, decision(S, 2, Reason::Switch));
+        let acts = r.tick(10.0);
+        assert_eq!(moves(&acts), [(2, S)]);
+        assert_eq!(
+            recorded(&acts),
+            [],
+            "the driver records `requested` once it is written"
+        );
+        assert!(!opened(&acts), "no liveness coupling: {acts:?}");
+        assert_eq!(r.m.view().phase, Phase::Verifying);
+        assert!(moves(&r.tick(11.0)).is_empty(), "asked once");
+        // The old worker's acknowledgement proves nothing; the new one's does.
+        assert!(recorded(&r.ack(11.0, 1, P)).is_empty());
+        assert_eq!(recorded(&r.ack(11.5, 2, S)), [Outcome::Verified]);
+        assert!(r.m.view().worker_on_current_decision);
+    }
+
+    #[test]
+    fn in_place_without_a_wrapper_that_answers_is_unverified_and_asks_no_more() {
+        let mut r = run(RestartMode::InPlace, 0, 0);
+        r.at(0.0, decision(P, 1, Reason::Startup));
+        r.at(1.0, decision(S, 2, Reason::Switch));
+        assert_eq!(moves(&r.tick(1.0)), [(2, S)]);
+        let mut outcomes = Vec::new();
+        for s in 2..400 {
+            let acts = r.tick(s as f64);
+            assert!(moves(&acts).is_empty(), "asked again at {s}s");
+            outcomes.extend(recorded(&acts).into_iter().map(|o| (s, o)));
+        }
+        let timeout = restart_config(RestartMode::InPlace)
+            .verify_timeout
+            .as_secs()
+            + 1;
+        assert_eq!(outcomes, [(timeout, Outcome::Unverified)]);
+        assert_eq!(r.m.view().phase, Phase::Unverified);
+    }
+
+    #[test]
+    fn in_place_tries_again_when_the_request_cannot_be_written() {
+        let mut r = run(RestartMode::InPlace, 0, 0);
+        r.at(0.0, decision(P, 1, Reason::Startup));
+        r.at(1.0, decision(S, 2, Reason::Switch));
+        assert_eq!(moves(&r.tick(1.0)), [(2, S)]);
+        assert_eq!(
+            recorded(&r.at(1.0, Event::MoveFailed)),
+            [Outcome::Unverified]
+        );
+        assert!(!r.m.view().worker_on_current_decision);
+        let again: Vec<f64> = (2..30)
+            .map(f64::from)
+            .filter(|s| !moves(&r.tick(*s)).is_empty())
+            .collect();
+        assert_eq!(again, [11.0], "once, after the retry floor");
+    }
+
+    /// Found by the simulation (seed 52285 of 100,000): restart-all exited for the primary; the
+    /// next sidecar saw a switch to the secondary and crashed before the new worker
+    /// acknowledged; the one after resumed on the secondary. The worker's acknowledgement of the
+    /// primary verified the restart, and the worker was left there.
+    #[test]
+    fn a_restart_verified_onto_a_hub_the_decision_has_left_is_followed_by_a_move() {
+        let mut r = run(RestartMode::RestartAll, 0, 0);
+        requested(&mut r, 0.0, 8, P);
+        r.ack(2.0, 7, S);
+        r.at(2.0, decision(S, 11, Reason::Resumed));
+        assert_eq!(r.m.view().phase, Phase::Verifying);
+        let acts = r.ack(2.5, 9, P);
+        assert_eq!(recorded(&acts), [Outcome::Verified]);
+        assert!(!r.m.view().worker_on_current_decision);
+        let exits: Vec<_> = (3..20).flat_map(|s| exits(&r.tick(f64::from(s)))).collect();
+        assert_eq!(exits, [(11, S)]);
     }
 
     #[test]

@@ -304,6 +304,18 @@ impl Restarter {
                 self.record(Outcome::Exited);
                 self.exit = Some(code);
             }
+            Action::Move { generation, hub } => {
+                let request = handoff::MoveRequest {
+                    generation,
+                    hub,
+                    requested_at: jiff::Timestamp::now().to_string(),
+                };
+                if let Err(e) = handoff::write_move_request(&self.handoff_dir, &request) {
+                    tracing::error!(dir = %self.handoff_dir.display(), error = %e, "cannot write the move request for the exec wrapper; trying again after the cooldown");
+                    return Some(Event::MoveFailed);
+                }
+                self.record(Outcome::Requested);
+            }
             Action::Restarted { generation, after } => {
                 self.events.send(Fact::AllRestarted { generation, after });
             }

@@ -58,13 +58,15 @@ PRE_SIDECAR_K8S = "1.27"
 RELEASE = "demo"
 NAMESPACE = "kubeslice-system"
 
-MODES = ("signal", "liveness", "none", "restart-all")
+MODES = ("signal", "liveness", "none", "restart-all", "in-place")
 # restart-all's container restart rule (RestartAllContainers, KEP-5532) is new in
 # Kubernetes 1.35 and allowed only on a native sidecar: the chart refuses the mode below
 # 1.35 and with nativeSidecar: false. Matrices render it at this version.
 RESTART_ALL_K8S = "1.35"
 RESTART_ALL_BELOW_1_35 = "hubFollower.restart.mode: restart-all needs Kubernetes 1.35 or later"
 RESTART_ALL_REGULAR = "hubFollower.nativeSidecar: false does not go with hubFollower.restart.mode: restart-all"
+# in-place is the exec wrapper's work: the chart refuses it without the wrapper.
+IN_PLACE_BARE = "hubFollower.restart.mode: in-place needs execWrapper: true"
 
 
 def at_least(kube: str, minimum: str) -> bool:
@@ -72,9 +74,12 @@ def at_least(kube: str, minimum: str) -> bool:
     return tuple(int(p) for p in kube.split(".")[:2]) >= tuple(int(p) for p in minimum.split(".")[:2])
 
 
-def refusal(mode: str, native: bool | None, kube: str) -> str | None:
-    """The start of the chart's message when it refuses this mode, nativeSidecar and
-    Kubernetes version; None when it renders. Only restart-all is refused for them."""
+def refusal(mode: str, native: bool | None, kube: str, wrapper: bool = True) -> str | None:
+    """The start of the chart's message when it refuses this mode, nativeSidecar, Kubernetes
+    version and execWrapper; None when it renders. restart-all is refused for the first
+    three, in-place without the wrapper."""
+    if mode == "in-place":
+        return None if wrapper else IN_PLACE_BARE
     if mode != "restart-all":
         return None
     if not at_least(kube, RESTART_ALL_K8S):

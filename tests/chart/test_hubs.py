@@ -42,7 +42,7 @@ EXPECTED = {
 SINGLE_HUB = {"endpoint": "", "secretName": "", "tlsServerName": ""}
 SECONDARY_DIR = "/var/run/secrets/kubernetes.io/hub-secondary-serviceaccount"
 
-ALL = [c for c in itertools.product(chartkit.MODES, (True, False), (True, False)) if chartkit.refusal(c[0], c[1], KUBE) is None]
+ALL = [c for c in itertools.product(chartkit.MODES, (True, False), (True, False)) if chartkit.refusal(c[0], c[1], KUBE, c[2]) is None]
 
 
 def combo_id(c) -> str:

@@ -34,7 +34,7 @@ ALL = [
     for mode, native, wrapper in itertools.product(chartkit.MODES, natives, (True, False))
 ]
 # restart-all at 1.35, every other mode at 1.33 and 1.27.
-COMBOS = [c for c in ALL if (c[1] == "restart-all") == (c[0] == chartkit.RESTART_ALL_K8S) and chartkit.refusal(*c[1:3], c[0]) is None]
+COMBOS = [c for c in ALL if (c[1] == "restart-all") == (c[0] == chartkit.RESTART_ALL_K8S) and chartkit.refusal(c[1], c[2], c[0], c[3]) is None]
 # Every restart-all combination the chart refuses: all below 1.35, and a regular sidecar.
 REFUSED = [c for c in ALL if c[1] == "restart-all" and chartkit.refusal(*c[1:3], c[0])] + [
     (chartkit.RESTART_ALL_K8S, "restart-all", False, wrapper) for wrapper in (True, False)
@@ -184,11 +184,13 @@ def test_probes_are_swapped_only_in_liveness_mode(combo):
 
 
 def test_command_is_wrapped_only_with_the_wrapper(combo):
-    *_, wrapper, r, plain = combo
+    _, mode, _, wrapper, r, plain = combo
     assert plain.worker["command"] == ["/manager"]
     assert r.worker["args"] == plain.worker["args"]
     if wrapper:
-        assert r.worker["command"] == ["/opt/hub-follower/hub-follower", "exec", "--wait", "120s", "--", "/manager"]
+        # In place, the wrapper stops the worker with the pod's grace (the chart's is 10 s).
+        in_place = ["--in-place", "--stop-grace", "10s"] if mode == "in-place" else []
+        assert r.worker["command"] == ["/opt/hub-follower/hub-follower", "exec", "--wait", "120s", *in_place, "--", "/manager"]
         assert r.installer is not None
         assert mounts(r.worker)["/opt/hub-follower"]["name"] == mounts(r.installer)["/opt/hub-follower"]["name"]
     else:

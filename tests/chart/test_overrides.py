@@ -41,7 +41,7 @@ SINGLE_HUB = {"endpoint": "", "secretName": "", "tlsServerName": ""}
 SECONDARY = {"endpoint": "https://10.1.80.12:6443", "secretName": "kubeslice-hub-secondary"}
 OFF = {"enabled": False}
 
-ALL = [c for c in itertools.product(chartkit.MODES, (True, False), (True, False)) if chartkit.refusal(c[0], c[1], KUBE) is None]
+ALL = [c for c in itertools.product(chartkit.MODES, (True, False), (True, False)) if chartkit.refusal(c[0], c[1], KUBE, c[2]) is None]
 
 
 def combo_id(c) -> str:

@@ -29,7 +29,7 @@ KUBE = "1.33.0"
 RESTART_ALL_KUBE = f"{chartkit.RESTART_ALL_K8S}.0"
 ON = {"hubFollower": {"enabled": True, "secondary": {"endpoint": "https://10.1.80.12:6443", "secretName": "kubeslice-hub-secondary"}}}
 COMBOS = [c for c in itertools.product(chartkit.MODES, (True, False), (True, False))
-          if chartkit.refusal(c[0], c[1], RESTART_ALL_KUBE) is None]
+          if chartkit.refusal(c[0], c[1], RESTART_ALL_KUBE, c[2]) is None]
 
 
 def kube_for(mode: str) -> str:

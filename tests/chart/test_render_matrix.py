@@ -17,7 +17,7 @@ from chartkit import env, mounts
 
 KUBE = f"{chartkit.CURRENT_K8S}.0"
 ALL = list(itertools.product(chartkit.MODES, (True, False), (True, False)))
-COMBOS = [c for c in ALL if chartkit.refusal(c[0], c[1], KUBE) is None]
+COMBOS = [c for c in ALL if chartkit.refusal(c[0], c[1], KUBE, c[2]) is None]
 REFUSED = [c for c in ALL if c not in COMBOS]
 
 
@@ -39,14 +39,19 @@ def combo(request, chart):
     return mode, native, wrapper, rendered
 
 
-def test_the_matrix_leaves_out_only_restart_all_on_a_regular_sidecar():
-    assert REFUSED == [("restart-all", False, True), ("restart-all", False, False)]
+def test_the_matrix_leaves_out_only_restart_all_on_a_regular_sidecar_and_in_place_unwrapped():
+    assert REFUSED == [
+        ("restart-all", False, True),
+        ("restart-all", False, False),
+        ("in-place", True, False),
+        ("in-place", False, False),
+    ]
 
 
 @pytest.mark.parametrize("mode,native,wrapper", REFUSED, ids=[combo_id(c) for c in REFUSED])
 def test_refused_combinations_fail_naming_the_values(chart, mode, native, wrapper):
     message = chartkit.render_error(chart, chartkit.mode_values(mode, native, wrapper), kube_version=KUBE)
-    assert chartkit.refusal(mode, native, KUBE) in message, message
+    assert chartkit.refusal(mode, native, KUBE, wrapper) in message, message
 
 
 def test_every_manifest_is_valid_kubernetes(combo):
@@ -166,7 +171,7 @@ def test_process_namespace_is_shared_only_in_signal_mode(combo):
 
 
 def test_worker_command_is_wrapped_exactly_when_exec_wrapper_is_on(combo):
-    _, _, wrapper, r = combo
+    mode, _, wrapper, r = combo
     worker = r.worker
     assert worker["args"] == ["--leader-elect"]
     if not wrapper:
@@ -175,7 +180,9 @@ def test_worker_command_is_wrapped_exactly_when_exec_wrapper_is_on(combo):
         assert all("emptyDir" not in v or v["emptyDir"].get("medium") == "Memory" for v in r.volumes.values())
         return
     binary = worker["command"][0]
-    assert worker["command"][1:] == ["exec", "--wait", "120s", "--", "/manager"]
+    # In place, the wrapper stops the worker with the pod's grace (the example's is 10 s).
+    in_place = ["--in-place", "--stop-grace", "10s"] if mode == "in-place" else []
+    assert worker["command"][1:] == ["exec", "--wait", "120s", *in_place, "--", "/manager"]
     # The installer writes the binary into the volume the worker runs it from.
     installer = r.installer
     assert installer["args"] == ["install", binary]

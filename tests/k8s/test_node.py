@@ -236,7 +236,8 @@ def pytest_runtest_makereport(item, call):
     setattr(item, "rep_" + rep.when, rep)
 
 
-MODES = [("signal", True), ("signal", False), ("liveness", True), ("liveness", False), ("none", True), ("none", False)]
+MODES = [("signal", True), ("signal", False), ("liveness", True), ("liveness", False), ("none", True), ("none", False),
+         ("in-place", True), ("in-place", False)]
 
 
 @pytest.mark.parametrize("mode,native", MODES, ids=[f"{m}-{'native' if n else 'classic'}" for m, n in MODES])
@@ -252,6 +253,17 @@ def test_a_promotion_moves_the_worker_exactly_once_and_leaves_the_sidecar_alone(
         time.sleep(10)
         assert pod.restarts("manager") == 0
         assert pod.worker_hub() == a.cp.endpoint
+    elif mode == "in-place":
+        # The wrapper restarts the worker inside its container: kubelet restarts nothing.
+        wait_for("the worker restarted in place on B", lambda: pod.worker_hub() == b.cp.endpoint, 180, every=0.5)
+        wait_for("the worker ready again", pod.ready, 60, every=0.5)
+        time.sleep(10)  # long enough for a second, wrong restart to show
+        starts = [l for l in pod.logs("manager") if "worker started: hub=" in l]
+        assert len(starts) == 2, starts
+        assert pod.restarts("manager") == 0
+        assert pod.worker_hub() == b.cp.endpoint
+        assert pod.events("BackOff") == []
+        assert metric("kubeslice_worker_hub_worker_restarts_total", mode="in-place", outcome="verified") == 1
     else:
         wait_for("the worker restarted on B", lambda: pod.restarts("manager") >= 1 and pod.worker_hub() == b.cp.endpoint, 180, every=0.5)
         wait_for("the worker ready again", pod.ready, 60, every=0.5)
@@ -305,10 +317,11 @@ def test_a_native_sidecar_holds_the_worker_until_its_readyz_answers(deploy, hubs
         hub.cp.wait_ready()
 
 
-ACTED = {"signal": "signalled the worker", "liveness": "failing /worker/livez so that kubelet restarts the worker"}
+ACTED = {"signal": "signalled the worker", "liveness": "failing /worker/livez so that kubelet restarts the worker",
+         "in-place": "asking the exec wrapper to restart the worker in place"}
 
 
-@pytest.mark.parametrize("mode", ["signal", "liveness", "restart-all"])
+@pytest.mark.parametrize("mode", ["signal", "liveness", "restart-all", "in-place"])
 def test_failover_latency_on_the_real_node(deploy, hubs, mode):
     """Promotion -> worker running on the new hub, at the chart's default timing. Each sample
     is a fresh pod, so each restart is its container's first: kubelet's back-off, which

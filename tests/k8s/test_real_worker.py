@@ -34,7 +34,7 @@ from typing import Any, Callable
 import pytest
 
 from kube import BIN, IMAGES, KUBE_VERSION, NODE_NAME, REPO, ControlPlane, Hub, Node, b64, oci_archive, wait_for, worker_cluster_crds
-from test_node import IMAGE_REPO, NODE_SOCK, NS, PAUSE, Pod, build_images
+from test_node import IMAGE_REPO, NODE_SOCK, NS, PAUSE, Pod, build_images, parse_time
 
 sys.path.insert(0, str(REPO / "tests" / "chart"))
 import chartkit  # noqa: E402
@@ -106,7 +106,8 @@ def build_worker_image() -> Path:
 class RealWorkerPod(Pod):
     """One rendering of the kubeslice-worker fixture chart, with hub-follower, on the node."""
 
-    def __init__(self, node: Node, chart, hubs, name: str, secondary_secret: str):
+    def __init__(self, node: Node, chart, hubs, name: str, secondary_secret: str, mode: str = "signal",
+                 extra: dict[str, Any] | None = None):
         a, b = hubs
         self.cp, self.name = node.cp, name
         values = {
@@ -118,8 +119,9 @@ class RealWorkerPod(Pod):
             "hubFollower": {"enabled": True,
                             "image": {"repository": f"{IMAGE_REPO}/hub-follower", "tag": "test", "pullPolicy": "Never"},
                             "secondary": {"endpoint": b.cp.endpoint, "secretName": secondary_secret},
-                            "restart": {"mode": "signal"}, "nativeSidecar": True, "execWrapper": True},
+                            "restart": {"mode": mode}, "nativeSidecar": True, "execWrapper": True},
         }
+        values["hubFollower"] = chartkit.deep_merge(values["hubFollower"], extra or {})
         rendered = chartkit.render(chart, values, kube_version=KUBE_VERSION)
         template = rendered.deployment["spec"]["template"]
         spec = json.loads(json.dumps(template["spec"]))
@@ -266,13 +268,13 @@ def secondary_secret(node: Node, hub: Hub, name: str, token: str) -> str:
     return name
 
 
-def start_pod(node: Node, chart, hubs, name: str, secret: str) -> RealWorkerPod:
+def start_pod(node: Node, chart, hubs, name: str, secret: str, **pod: Any) -> RealWorkerPod:
     """Both hubs agree on A (an old claim); the pod starts; the worker registers on A."""
     a, b = hubs
     for hub in hubs:
         hub.claim(a.cp.endpoint, A_ID, LONG_AGO)
     t0 = time.time()
-    pod = RealWorkerPod(node, chart, hubs, name, secret).create()
+    pod = RealWorkerPod(node, chart, hubs, name, secret, **pod).create()
     wait_for(f"{name}'s worker registered on hub A", lambda: a.status().get("registrationStatus") == "Registered" and status_writes(a, t0), 180, every=0.5)
     return pod
 
@@ -462,3 +464,66 @@ def test_promotion_to_the_real_workers_first_write_on_b(real_node, worker_chart,
     for key in ("total", "worker_started", "started_to_write"):
         values = sorted(s[key] for s in samples)
         print(f"{key}: p50 {statistics.median(values):.2f}s max {values[-1]:.2f}s  {['%.2f' % v for v in values]}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Four moves within three minutes: in place, and through kubelet (signal mode)
+
+# Paced for moves seconds apart: the runbook's drain, its end, a pin and its expiry come
+# within minutes; so do these four claim changes.
+QUICK = {"pollInterval": "2s", "probeTimeout": "1s", "restart": {"jitter": "1s", "cooldown": "5s"}}
+ACTION = {"signal": "signalled the worker", "in-place": "asking the exec wrapper to restart the worker in place"}
+MOVES = REPO / "target" / "k8s" / "real-worker-moves.json"
+
+
+def stamps(lines: list[str], needle: str) -> list[float]:
+    """kubelet's timestamps of the log lines that contain `needle`."""
+    return [parse_time(line.split(" ", 1)[0]) for line in lines if needle in line]
+
+
+@pytest.mark.parametrize("mode", ["in-place", "signal"])
+def test_four_moves_in_three_minutes(real_node, worker_chart, hubs, mode):
+    """Promotion, failback, promotion, failback, each as soon as the last move is verified.
+    Each is timed from the sidecar's action (its log line) to the new worker running (the exec
+    wrapper's line as it starts the worker). In place, kubelet restarts nothing, so it never
+    backs off; through kubelet, each restart within minutes of the last waits out its back-off."""
+    a, b = hubs
+    secret = secondary_secret(real_node, b, "kubeslice-hub-secondary", b.token(b.worker))
+    pod = start_pod(real_node, worker_chart, hubs, f"real-worker-moves-{mode}", secret, mode=mode, extra=QUICK)
+    samples = []
+    try:
+        wait_for("A's claim erased by the worker", lambda: not has_claim(a), 30)
+        began = time.time()
+        for k, (to, away, name, ident) in enumerate([(b, a, "secondary", B_ID), (a, b, "primary", A_ID)] * 2):
+            # The Active's controller claims its hub; the other, Standby, mirrors the claim.
+            to.claim(to.cp.endpoint, ident)
+            away.claim(to.cp.endpoint, ident)
+            wait_for(f"move {k + 1}: the worker on {name}", lambda: pod.worker_hub() == name, 150, every=0.2)
+            wait_for(f"move {k + 1} verified", lambda: pod.metric("kubeslice_worker_hub_worker_restarts_total", mode=mode, outcome="verified") == k + 1, 60)
+            acted = stamps(pod.logs("hub-follower"), ACTION[mode])
+            assert len(acted) == k + 1, f"{len(acted)} actions for {k + 1} moves"
+            started = stamps(pod.logs("manager"), "hub-follower exec: starting on hub")[-1]
+            samples.append({"move": k + 1, "to": name, "action_to_running": started - acted[-1], "at": started - began})
+            # The moved worker writes to its new hub, as that hub's own ServiceAccount (the
+            # audit log names the user; worker_writes keeps that account's alone).
+            wait_for(f"move {k + 1}: the worker's first write on {name}", lambda: status_writes(to, acted[-1]), 60, every=0.2)
+            assert worker_writes(away, started + 1) == [], f"move {k + 1}: the old hub still got the worker's writes"
+        elapsed = time.time() - began
+        backoffs = [e.get("message", "") for e in pod.events("BackOff")]
+        restarts = pod.restarts("manager")
+    finally:
+        pod.save(f"moves-{mode}")
+        pod.delete()
+    runs = json.loads(MOVES.read_text()) if MOVES.exists() else {}
+    runs[mode] = {"moves": samples, "elapsed": elapsed, "backoff_events": len(backoffs), "restart_count": restarts}
+    MOVES.write_text(json.dumps(runs, indent=1))
+    print(f"{mode}: action -> new worker running: {['%.2f' % s['action_to_running'] for s in samples]}; "
+          f"4 moves in {elapsed:.0f}s; BackOff Events {len(backoffs)}; restartCount {restarts}")
+    assert all(s["action_to_running"] >= 0 for s in samples), samples
+    if mode == "in-place":
+        assert restarts == 0, "in place, the container is never restarted"
+        assert backoffs == []
+        assert elapsed <= 180, elapsed
+        assert all(s["action_to_running"] <= 2.0 for s in samples), samples
+    else:
+        assert restarts == 4

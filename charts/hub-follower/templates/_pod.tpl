@@ -261,7 +261,15 @@ is handed over only with the wrapper; without it the worker's own liveness is th
 {{- end -}}
 {{- $wrap := list (include "hub-follower.binPath" $root) "exec" "--wait" (toString $hf.exec.wait) -}}
 {{- if $hf.exec.kubeconfig }}{{ $wrap = append $wrap "--kubeconfig" }}{{ end -}}
+{{- if eq $mode "in-place" -}}
+{{- /* The wrapper stops the worker as kubelet would: SIGKILL after the pod's grace. */ -}}
+{{- $grace := 30 -}}
+{{- if hasKey $pod "terminationGracePeriodSeconds" }}{{ $grace = max 1 ($pod.terminationGracePeriodSeconds | int64) }}{{ end -}}
+{{- $wrap = concat $wrap (list "--in-place" "--stop-grace" (printf "%ds" $grace)) -}}
+{{- end -}}
 {{- $_ := set $worker "command" (concat $wrap (list "--") $worker.command) -}}
+{{- else if eq $mode "in-place" -}}
+{{- fail "hubFollower.restart.mode: in-place needs execWrapper: true; the exec wrapper is what restarts the worker in place. Set execWrapper: true, or choose another restart.mode" -}}
 {{- end -}}
 {{- if eq $mode "liveness" -}}
 {{- $probe := include "hub-follower.workerLivenessProbe" (dict "root" $root "handover" $handover) | fromYaml -}}
@@ -426,6 +434,11 @@ hub-follower is on: restart mode {{ $hf.restart.mode }}, {{ if $native }}native 
 {{- if eq $hf.restart.mode "none" }}
   restart.mode=none: after a switch the worker keeps its old hub until something else
   restarts it (kubeslice_worker_hub_worker_on_current_decision shows when).
+{{- end }}
+{{- if eq $hf.restart.mode "in-place" }}
+  restart.mode=in-place: after a switch the exec wrapper restarts the worker inside its
+  container; the container's restartCount does not change. Count the moves with
+  kubeslice_worker_hub_worker_restarts_total{mode="in-place"} and the WorkerRestarted Events.
 {{- end }}
 {{- if eq $hf.restart.mode "restart-all" }}
   restart.mode=restart-all: after a switch the sidecar exits {{ $hf.restart.exitCode | int64 }} and the kubelet

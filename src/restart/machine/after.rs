@@ -84,6 +84,10 @@ impl Machine {
                     tracing::warn!(exit_code = self.config.exit_code.0, "the worker did not acknowledge the new hub after the sidecar exited to restart every container. If kubelet restarted only the sidecar, the pod lacks the restartPolicyRules, or the RestartAllContainersOnContainerExits feature gate is off on the API server or the kubelet. Not exiting again for this decision");
                     self.record(Outcome::Unverified);
                 }
+                RestartMode::InPlace => {
+                    tracing::warn!(timeout = %humantime::format_duration(self.config.verify_timeout), "the exec wrapper did not acknowledge the new hub: is the worker's container started with `hub-follower exec --in-place`, on the same handoff folder?");
+                    self.record(Outcome::Unverified);
+                }
                 RestartMode::Signal | RestartMode::Liveness => {
                     tracing::warn!("could not verify that the worker restarted onto the new hub");
                     self.record(Outcome::Unverified);
@@ -145,13 +149,20 @@ impl Machine {
         if self.acting.is_some() {
             let outcome = match self.config.mode {
                 RestartMode::Liveness => Some(Outcome::GateCleared),
-                RestartMode::Signal | RestartMode::RestartAll => Some(Outcome::Verified),
+                RestartMode::Signal | RestartMode::RestartAll | RestartMode::InPlace => {
+                    Some(Outcome::Verified)
+                }
                 RestartMode::None => None,
             };
             // The worker says which decision it started on: a switch published while the action
             // was under way may be the one it read.
             let started_on = ack.hub.map(|hub| (hub, ack.generation));
             self.finish(now, outcome, true, started_on);
+            // A restart verified onto another hub than the latest decision (a switch published
+            // while the sidecar that saw it was away) leaves the worker owed a move.
+            if let Some(hub) = ack.hub {
+                self.behind_the_latest(now, hub);
+            }
         } else {
             self.confirmed = true;
             if let Some(hub) = ack.hub {

@@ -44,6 +44,8 @@ pub enum Event {
     Requested(Request),
     /// The request could not be written, so the sidecar did not exit.
     ExitFailed,
+    /// In-place mode: the move request could not be written.
+    MoveFailed,
     /// What the acknowledgement file says now.
     Ack(Ack),
     /// The worker processes that exist now (signal mode).
@@ -76,6 +78,12 @@ pub enum Action {
     /// Restart-all mode: write the restart request for this decision, then exit with the
     /// restart code; answer with [`Event::ExitFailed`] when the request can't be written.
     Exit {
+        generation: u64,
+        hub: HubId,
+    },
+    /// In-place mode: write the move request for this decision, which the exec wrapper acts
+    /// on; answer with [`Event::MoveFailed`] when it can't be written.
+    Move {
         generation: u64,
         hub: HubId,
     },

@@ -12,7 +12,7 @@ use crate::config::RestartMode;
 use crate::metrics::Outcome;
 use crate::resolver::Reason;
 
-/// The soonest a failed exit (its request not written) is tried again, whatever the cooldown.
+/// The soonest a request that could not be written is tried again, whatever the cooldown.
 const EXIT_RETRY: Duration = Duration::from_secs(10);
 
 impl Machine {
@@ -67,9 +67,10 @@ impl Machine {
         self.refresh();
     }
 
-    /// The request could not be written, so the sidecar did not exit: the switch is owed still,
-    /// and is tried again after the cooldown, and never sooner than [`EXIT_RETRY`].
-    pub(super) fn on_exit_failed(&mut self, now: Instant) {
+    /// The request could not be written (restart-all: so the sidecar did not exit; in-place: so
+    /// the wrapper was never asked): the switch is owed still, and is tried again after the
+    /// cooldown, and never sooner than [`EXIT_RETRY`].
+    pub(super) fn on_request_unwritten(&mut self, now: Instant) {
         self.underway = Underway::None;
         if let Some(a) = self.acting.take() {
             if self.target.is_none() {
