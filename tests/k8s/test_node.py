@@ -423,8 +423,11 @@ def test_failover_latency_on_the_real_node(deploy, hubs, mode):
     for key in ("total", "decision", "jitter", "kubelet"):
         values = sorted(s[key] for s in samples)
         print(f"{mode} {key}: p50 {statistics.median(values):.2f}s max {values[-1]:.2f}s  {['%.2f' % v for v in values]}")
-    # The restart jitter is drawn from 0..5s (the chart's default); the rest is kubelet's.
-    assert all(0 <= s["jitter"] <= 5.5 and s["kubelet"] > 0 for s in samples), samples
+    # The restart jitter is drawn from 0..5s (the chart's default); the rest is kubelet's, or,
+    # in place, the wrapper's: under 10 ms, less than the skew between the timestamps of two
+    # containers' logs, which containerd stamps as it reads each one. A CI run saw -0.00 s.
+    floor = -0.05 if mode == "in-place" else 0
+    assert all(0 <= s["jitter"] <= 5.5 and s["kubelet"] > floor for s in samples), samples
 
 
 def test_liveness_mode_restarts_a_hung_worker_through_its_own_probe(deploy, hubs):
