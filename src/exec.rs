@@ -14,21 +14,38 @@ use std::io;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
-use startup::wait_for_decision;
 pub use startup::ExecError;
+use startup::{wait_for_decision, STOP_SIGNALS};
 
 use crate::handoff::{self, Ack};
 
 /// Waits for a published decision, records which one this worker starts on, then becomes
-/// `command` (exec(2)): the PID stays, so signals reach the worker directly. Returns only on
-/// failure.
+/// `command` (exec(2)): the PID stays, so signals reach the worker directly. A stop signal
+/// during the wait ends it (as PID 1 the wrapper would otherwise ignore it, and kubelet would
+/// wait out the pod's grace). Returns only on failure.
 pub fn exec(dir: &Path, wait: Duration, kubeconfig: bool, command: &[OsString]) -> ExecError {
     let Some((program, args)) = command.split_first() else {
         return ExecError::NoCommand;
     };
-    let handoff = match wait_for_decision(dir, wait) {
+    // exec(2) puts every caught signal back to its default: the worker gets its own.
+    let stop = Arc::new(AtomicUsize::new(0));
+    for signal in STOP_SIGNALS {
+        if let Err(e) = signal_hook::flag::register_usize(signal, stop.clone(), signal as usize) {
+            return ExecError::Setup {
+                what: "signal handlers",
+                source: e,
+            };
+        }
+    }
+    let mut stopped = || match stop.load(Ordering::SeqCst) {
+        0 => None,
+        signal => Some(signal as i32),
+    };
+    let handoff = match wait_for_decision(dir, wait, &mut stopped) {
         Ok(h) => h,
         Err(e) => return e,
     };

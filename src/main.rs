@@ -113,7 +113,7 @@ fn exec(handoff_dir: &Path, wait: &str, kubeconfig: bool, command: &[OsString]) 
     };
     let err = hub_follower::exec::exec(handoff_dir, wait, kubeconfig, command);
     eprintln!("hub-follower exec: {err}");
-    ExitCode::from(exec_error_code(&err))
+    ExitCode::from(err.exit_code())
 }
 
 fn exec_in_place(
@@ -141,17 +141,8 @@ fn exec_in_place(
         Ok(code) => ExitCode::from(code),
         Err(err) => {
             eprintln!("hub-follower exec: {err}");
-            ExitCode::from(exec_error_code(&err))
+            ExitCode::from(err.exit_code())
         }
-    }
-}
-
-fn exec_error_code(err: &hub_follower::exec::ExecError) -> u8 {
-    use hub_follower::exec::ExecError;
-    match err {
-        ExecError::Exec { .. } => 127,
-        ExecError::NoCommand => 2,
-        ExecError::NothingPublished { .. } | ExecError::Setup { .. } => 1,
     }
 }
 

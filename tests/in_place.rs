@@ -248,6 +248,61 @@ fn kubelets_sigterm_reaches_the_worker_and_the_wrapper_exits_with_its_status() {
     assert_eq!(w.starts().len(), 1, "no worker starts after kubelet's stop");
 }
 
+/// Whether `pid` has a handler for `signal` (its `SigCgt` mask in /proc).
+fn catches(pid: u32, signal: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            let mask = s.lines().find_map(|l| l.strip_prefix("SigCgt:"))?;
+            u64::from_str_radix(mask.trim(), 16).ok()
+        })
+        .is_some_and(|mask| mask & (1 << (signal - 1)) != 0)
+}
+
+#[test]
+fn a_stop_signal_while_either_wrapper_waits_for_a_decision_ends_it_with_no_worker() {
+    // As a container's PID 1 an uncaught SIGTERM is ignored, and kubelet would wait out the
+    // pod's grace for a wrapper that has nothing to start.
+    for in_place in [true, false] {
+        let handoff_dir = tempfile::tempdir().unwrap();
+        let mut cmd = Command::new(support::binary());
+        cmd.arg("exec");
+        if in_place {
+            cmd.arg("--in-place");
+        }
+        let wrapper = cmd
+            .arg("--wait=10m")
+            .arg(format!("--handoff-dir={}", handoff_dir.path().display()))
+            .args(["--", "/bin/false"])
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pid = wrapper.id();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !catches(pid, signal_hook::consts::SIGTERM) {
+            assert!(
+                Instant::now() < deadline,
+                "the wrapper never caught SIGTERM"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        rustix::process::kill_process(
+            rustix::process::Pid::from_raw(pid as i32).unwrap(),
+            rustix::process::Signal::TERM,
+        )
+        .unwrap();
+        let out = wrapper.wait_with_output().unwrap();
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            out.status.code(),
+            Some(128 + 15),
+            "in place: {in_place}; {said}"
+        );
+        assert!(said.contains("stopped by signal 15"), "{said}");
+        assert!(handoff::read_ack(handoff_dir.path()).is_none());
+    }
+}
+
 #[test]
 fn a_worker_that_crashes_on_its_own_ends_the_wrapper_with_its_code() {
     let handoff_dir = tempfile::tempdir().unwrap();

@@ -18,7 +18,7 @@ use rustix::process::{Pid, Signal, WaitOptions};
 use signal_hook::consts as sig;
 use tokio::time::Instant;
 
-use super::startup::{wait_for_decision, ExecError};
+use super::startup::{wait_for_decision, ExecError, STOP_SIGNALS};
 use super::supervisor::{Input, Order, Status, Supervisor};
 use crate::handoff::{self, Ack, Handoff};
 
@@ -66,7 +66,7 @@ pub fn run(options: &Options) -> Result<u8, ExecError> {
         source: e,
     })?;
     watch_folder(options.dir, tx);
-    let first = wait_for_decision(options.dir, options.wait)?;
+    let first = wait_for_decision(options.dir, options.wait, &mut || stop_signal(&wakes))?;
     let mut supervisor = Supervisor::new(options.grace);
     let mut orders: VecDeque<Order> = supervisor.start().into();
     let mut next = Some(first);
@@ -76,7 +76,9 @@ pub fn run(options: &Options) -> Result<u8, ExecError> {
                 Order::Start => {
                     let decision = match next.take() {
                         Some(h) => h,
-                        None => wait_for_decision(options.dir, options.wait)?,
+                        None => wait_for_decision(options.dir, options.wait, &mut || {
+                            stop_signal(&wakes)
+                        })?,
                     };
                     let pid = start(options, program, args, &decision)?;
                     let started = Input::Started {
@@ -129,6 +131,19 @@ pub fn run(options: &Options) -> Result<u8, ExecError> {
             }
         }
     }
+}
+
+/// While no worker runs: a stop signal that came, if any. Orphans are reaped; nothing else
+/// is waiting to be told (the move request is read once the worker starts).
+fn stop_signal(wakes: &mpsc::Receiver<Wake>) -> Option<i32> {
+    while let Ok(wake) = wakes.try_recv() {
+        match wake {
+            Wake::Signal(sig::SIGCHLD) => drop(reap()),
+            Wake::Signal(signal) if STOP_SIGNALS.contains(&signal) => return Some(signal),
+            Wake::Signal(_) | Wake::Folder => {}
+        }
+    }
+    None
 }
 
 /// The move request on file, when it names a published decision.

@@ -23,12 +23,7 @@ use tokio::time::Instant;
 
 use crate::verdict::HubId;
 
-/// Signals that end a container: kubelet's default stop signal, and the two a person sends.
-const LEAVING: [i32; 3] = [
-    signal_hook::consts::SIGTERM,
-    signal_hook::consts::SIGINT,
-    signal_hook::consts::SIGQUIT,
-];
+use super::startup::STOP_SIGNALS as LEAVING;
 
 /// How a process ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -298,59 +298,6 @@ def children(pid: int) -> list[int]:
     return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
 
 
-def test_in_place_a_worker_that_crashes_on_its_own_reaches_kubelet_as_a_crash(deploy, hubs):
-    a, _ = hubs
-    pod = deploy("in-place", True)
-    wrapper = pod.task_pid("manager")
-    (worker,) = children(wrapper)
-    subprocess.run(["kill", "-KILL", str(worker)], check=True)
-    wait_for("kubelet restarting the worker's container", lambda: pod.restarts("manager") == 1, 60, every=0.2)
-    assert pod.container("manager")["lastState"]["terminated"]["exitCode"] == 128 + 9
-    wait_for("the worker running again", pod.ready, 60, every=0.5)
-    assert pod.worker_hub() == a.cp.endpoint
-    assert pod.restarts("hub-follower") == 0
-    assert metric("kubeslice_worker_hub_worker_restarts_total", mode="in-place", outcome="requested") == 0
-
-
-def test_in_place_kubelets_stop_at_pod_deletion_reaches_the_worker(deploy):
-    pod = deploy("in-place", True)
-    # Follow the worker's log through its end: the stand-in says when a stop signal reaches it.
-    follow = subprocess.Popen(["kubectl", f"--kubeconfig={pod.cp.kubeconfig}", "logs", "-f", pod.name, "-n", NS, "-c", "manager"],
-                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    try:
-        wait_for("the log followed", lambda: follow.poll() is None, 5)
-        time.sleep(1)
-        pod.cp.kubectl("delete", "pod", pod.name, "-n", NS, "--grace-period=30", "--wait=false")
-        out, _ = follow.communicate(timeout=60)
-    finally:
-        follow.kill()
-    assert "worker stopping: got a stop signal" in out, out
-    wait_for("the pod gone", lambda: pod.cp.kubectl("get", "pod", pod.name, "-n", NS, check=False).returncode != 0, 60)
-
-
-def test_in_place_the_sidecar_killed_mid_move_leaves_exactly_one_worker(deploy, hubs):
-    a, b = hubs
-    # A worker that ignores SIGTERM: the move lasts the pod's grace (10 s), and the sidecar
-    # is killed inside it.
-    pod = deploy("in-place", True, worker_env={"HUB_TEST_IGNORE_STOP": "1"})
-    wrapper = pod.task_pid("manager")
-    (first,) = children(wrapper)
-    b.claim(b.cp.endpoint, B_ID)
-    wait_for("the move asked for", lambda: any("asking the exec wrapper" in l for l in pod.logs("hub-follower")), 60, every=0.1)
-    subprocess.run(["kill", "-KILL", str(pod.sidecar_pid())], check=True)
-    assert children(wrapper) == [first], "the old worker stopped before its grace: the sidecar was not killed mid-move"
-    wait_for("the worker on B", lambda: pod.worker_hub() == b.cp.endpoint, 60, every=0.2)
-    wait_for("the sidecar restarted by kubelet and ready", lambda: pod.restarts("hub-follower") == 1 and pod.ready(), 90, every=0.5)
-    # The next sidecar finds the worker on its decision and moves nothing.
-    wait_for("the next sidecar sure of the worker",
-             lambda: status()["restart"]["workerOnCurrentDecision"] and status()["restart"]["phase"] not in ("waiting", "verifying"), 60)
-    time.sleep(5)  # long enough for a wrong second move to show
-    assert pod.task_pid("manager") == wrapper and pod.restarts("manager") == 0
-    assert len(children(wrapper)) == 1
-    starts = [l for l in pod.logs("manager") if "worker started: hub=" in l]
-    assert len(starts) == 2, starts
-
-
 @pytest.mark.parametrize("native", [True, False], ids=["native", "classic"])
 def test_killing_the_sidecar_leaves_the_worker_alone(deploy, native):
     pod = deploy("signal", native)

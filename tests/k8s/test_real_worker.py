@@ -25,6 +25,7 @@ import signal
 import statistics
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from datetime import datetime, timezone
@@ -34,7 +35,7 @@ from typing import Any, Callable
 import pytest
 
 from kube import BIN, IMAGES, KUBE_VERSION, NODE_NAME, REPO, ControlPlane, Hub, Node, b64, oci_archive, wait_for, worker_cluster_crds
-from test_node import IMAGE_REPO, NODE_SOCK, NS, PAUSE, Pod, build_images, parse_time
+from test_node import IMAGE_REPO, NODE_SOCK, NS, PAUSE, Pod, annotate, build_images, children, in_seconds, parse_time
 
 sys.path.insert(0, str(REPO / "tests" / "chart"))
 import chartkit  # noqa: E402
@@ -188,7 +189,10 @@ class RealWorkerPod(Pod):
         return json.loads(r.stdout)
 
     def manager_pid(self) -> int:
-        cid = self.container("manager")["containerID"].split("://")[1]
+        # The worker may run before kubelet reports its container in the pod's status.
+        cid = wait_for("the manager container reported running",
+                       lambda: "running" in self.container("manager").get("state", {}) and self.container("manager").get("containerID"), 60, every=0.2)
+        cid = cid.split("://")[1]
         out = subprocess.run(["ctr", "--address", str(NODE_SOCK[0]), "-n", "k8s.io", "tasks", "ls"], capture_output=True, text=True, check=True).stdout
         for line in out.splitlines()[1:]:
             task, pid, state = line.split()[:3]
@@ -467,13 +471,14 @@ def test_promotion_to_the_real_workers_first_write_on_b(real_node, worker_chart,
 
 
 # ---------------------------------------------------------------------------------------------
-# Four moves within three minutes: in place, and through kubelet (signal mode)
+# The runbook's four moves within three minutes: in place, and through kubelet (signal mode)
 
-# Paced for moves seconds apart: the runbook's drain, its end, a pin and its expiry come
-# within minutes; so do these four claim changes.
+# Paced for moves seconds apart, as in the runbook: a drain, its end, a pin and its expiry.
 QUICK = {"pollInterval": "2s", "probeTimeout": "1s", "restart": {"jitter": "1s", "cooldown": "5s"}}
 ACTION = {"signal": "signalled the worker", "in-place": "asking the exec wrapper to restart the worker in place"}
 MOVES = REPO / "target" / "k8s" / "real-worker-moves.json"
+REPUBLISH = 10  # seconds between two publications of the Active controller's claim
+PIN = 60  # how long the pin lasts, from when it is written
 
 
 def stamps(lines: list[str], needle: str) -> list[float]:
@@ -481,34 +486,83 @@ def stamps(lines: list[str], needle: str) -> list[float]:
     return [parse_time(line.split(" ", 1)[0]) for line in lines if needle in line]
 
 
+class Controllers:
+    """The two hubs' controllers, Active on A: every REPUBLISH seconds the Active's controller
+    publishes its claim on A with a fresh lastUpdated, and the Standby's mirrors it on B. In
+    between, the worker erases the claim on the hub it talks to; this timer is what brings it
+    back (operations.md: the worker returns within one republish period)."""
+
+    def __init__(self, hubs):
+        self.hubs, self.stop, self.failed = hubs, threading.Event(), []
+        self.thread = threading.Thread(target=self._run, name="controllers", daemon=True)
+
+    def _run(self) -> None:
+        a = self.hubs[0]
+        while not self.stop.is_set():
+            try:
+                for hub in self.hubs:
+                    hub.claim(a.cp.endpoint, A_ID)
+            except Exception as e:  # reported by check(), in the test's own thread
+                self.failed.append(e)
+            self.stop.wait(REPUBLISH)
+
+    def __enter__(self) -> "Controllers":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop.set()
+        self.thread.join(60)
+
+    def check(self) -> None:
+        assert not self.failed, f"publishing the controllers' claims failed: {self.failed}"
+
+
+def recorded_notes(pod: RealWorkerPod, reason: str) -> list[str]:
+    uid = pod.get()["metadata"]["uid"]
+    return [e.get("note", "") for e in pod.recorded() if e["reason"] == reason and e["regarding"].get("uid") == uid]
+
+
 @pytest.mark.parametrize("mode", ["in-place", "signal"])
-def test_four_moves_in_three_minutes(real_node, worker_chart, hubs, mode):
-    """Promotion, failback, promotion, failback, each as soon as the last move is verified.
-    Each is timed from the sidecar's action (its log line) to the new worker running (the exec
-    wrapper's line as it starts the worker). In place, kubelet restarts nothing, so it never
-    backs off; through kubelet, each restart within minutes of the last waits out its back-off."""
+def test_the_runbook_s_four_moves_in_three_minutes(real_node, worker_chart, hubs, mode):
+    """docs/operations.md's moves, with the real worker-operator: drain A (the worker leaves A
+    on no claim), end the drain (it goes back once A's controller republishes the claim it
+    erased), pin B, and the pin's expiry (back to A). Each is timed from the sidecar's action
+    (its log line) to the new worker running (the exec wrapper's line as it starts the
+    worker). In place, kubelet restarts nothing, so it never backs off; through kubelet, each
+    restart within minutes of the last waits out its back-off."""
     a, b = hubs
     secret = secondary_secret(real_node, b, "kubeslice-hub-secondary", b.token(b.worker))
     pod = start_pod(real_node, worker_chart, hubs, f"real-worker-moves-{mode}", secret, mode=mode, extra=QUICK)
+    steps = [
+        ("drain A", lambda: annotate(pod, "drain", f"primary until {in_seconds(600)}"), b, a, "secondary", "HubDrained"),
+        ("end the drain", lambda: annotate(pod, "drain", None), a, b, "primary", "HubDrainEnded"),
+        ("pin B", lambda: annotate(pod, "pin", f"secondary until {in_seconds(PIN)}"), b, a, "secondary", "HubPinned"),
+        ("the pin's expiry", lambda: None, a, b, "primary", "HubPinEnded"),
+    ]
     samples = []
     try:
         wait_for("A's claim erased by the worker", lambda: not has_claim(a), 30)
-        began = time.time()
-        for k, (to, away, name, ident) in enumerate([(b, a, "secondary", B_ID), (a, b, "primary", A_ID)] * 2):
-            # The Active's controller claims its hub; the other, Standby, mirrors the claim.
-            to.claim(to.cp.endpoint, ident)
-            away.claim(to.cp.endpoint, ident)
-            wait_for(f"move {k + 1}: the worker on {name}", lambda: pod.worker_hub() == name, 150, every=0.2)
-            wait_for(f"move {k + 1} verified", lambda: pod.metric("kubeslice_worker_hub_worker_restarts_total", mode=mode, outcome="verified") == k + 1, 60)
-            acted = stamps(pod.logs("hub-follower"), ACTION[mode])
-            assert len(acted) == k + 1, f"{len(acted)} actions for {k + 1} moves"
-            started = stamps(pod.logs("manager"), "hub-follower exec: starting on hub")[-1]
-            samples.append({"move": k + 1, "to": name, "action_to_running": started - acted[-1], "at": started - began})
-            # The moved worker writes to its new hub, as that hub's own ServiceAccount (the
-            # audit log names the user; worker_writes keeps that account's alone).
-            wait_for(f"move {k + 1}: the worker's first write on {name}", lambda: status_writes(to, acted[-1]), 60, every=0.2)
-            assert worker_writes(away, started + 1) == [], f"move {k + 1}: the old hub still got the worker's writes"
-        elapsed = time.time() - began
+        with Controllers(hubs) as controllers:
+            began = time.time()
+            for k, (step, act, to, away, name, note) in enumerate(steps):
+                t_step = time.time()
+                act()
+                wait_for(f"{step}: the worker on {name}", lambda: pod.worker_hub() == name, 150, every=0.2)
+                wait_for(f"{step}: the move verified", lambda: pod.metric("kubeslice_worker_hub_worker_restarts_total", mode=mode, outcome="verified") == k + 1, 60)
+                assert recorded_notes(pod, note), f"{step}: no {note} Event on the pod"
+                acted = stamps(pod.logs("hub-follower"), ACTION[mode])
+                assert len(acted) == k + 1, f"{len(acted)} actions for {k + 1} moves"
+                started = stamps(pod.logs("manager"), "hub-follower exec: starting on hub")[-1]
+                samples.append({"move": k + 1, "step": step, "to": name, "action_to_running": started - acted[-1],
+                                "step_to_running": started - t_step, "at": started - began})
+                # The moved worker writes to its new hub, as that hub's own ServiceAccount (the
+                # audit log names the user; worker_writes keeps that account's alone).
+                wait_for(f"{step}: the worker's first write on {name}", lambda: status_writes(to, acted[-1]), 60, every=0.2)
+                assert worker_writes(away, started + 1) == [], f"{step}: the old hub still got the worker's writes"
+                controllers.check()
+            elapsed = time.time() - began
+        assert any("(expired)" in n for n in recorded_notes(pod, "HubPinEnded")), "the pin did not end by expiring"
         backoffs = [e.get("message", "") for e in pod.events("BackOff")]
         restarts = pod.restarts("manager")
     finally:
@@ -518,6 +572,7 @@ def test_four_moves_in_three_minutes(real_node, worker_chart, hubs, mode):
     runs[mode] = {"moves": samples, "elapsed": elapsed, "backoff_events": len(backoffs), "restart_count": restarts}
     MOVES.write_text(json.dumps(runs, indent=1))
     print(f"{mode}: action -> new worker running: {['%.2f' % s['action_to_running'] for s in samples]}; "
+          f"step -> new worker running: {['%.1f' % s['step_to_running'] for s in samples]}; "
           f"4 moves in {elapsed:.0f}s; BackOff Events {len(backoffs)}; restartCount {restarts}")
     assert all(s["action_to_running"] >= 0 for s in samples), samples
     if mode == "in-place":
@@ -527,3 +582,84 @@ def test_four_moves_in_three_minutes(real_node, worker_chart, hubs, mode):
         assert all(s["action_to_running"] <= 2.0 for s in samples), samples
     else:
         assert restarts == 4
+
+
+# ---------------------------------------------------------------------------------------------
+# In place, what kubelet and a crash do: a crash, the sidecar killed mid-move, pod deletion
+
+
+def test_in_place_the_real_worker_s_crash_a_sidecar_killed_mid_move_and_pod_deletion(real_node, worker_chart, hubs):
+    """One in-place pod, in order: the real worker crashes on its own (SIGABRT: the Go runtime
+    dumps its goroutines and exits 2), and kubelet sees exit 2; the sidecar is SIGKILLed while
+    the wrapper waits out a move's grace, and exactly one worker runs after, on B; kubelet's
+    SIGTERM at the pod's deletion reaches the worker, which shuts down within the grace."""
+    a, b = hubs
+    secret = secondary_secret(real_node, b, "kubeslice-hub-secondary", b.token(b.worker))
+    pod = start_pod(real_node, worker_chart, hubs, "real-worker-in-place", secret, mode="in-place", extra=QUICK)
+    deleted = False
+    stopped = None
+    try:
+        # 1. A crash of its own reaches kubelet as a crash, with the worker's own exit code.
+        wrapper = pod.manager_pid()
+        (worker,) = children(wrapper)
+        os.kill(worker, signal.SIGABRT)
+        wait_for("kubelet restarting the worker's container", lambda: pod.restarts("manager") == 1, 60, every=0.2)
+        crashed = pod.container("manager")["lastState"]["terminated"]
+        assert crashed["exitCode"] == 2, crashed
+        assert any("SIGABRT: abort" in line for line in pod.logs("manager", previous=True))
+        t_back = wait_for("the worker running again, on A", lambda: pod.worker_hub() == "primary" and pod.container("manager")["state"].get("running"), 60)
+        wait_for("the restarted worker's write on A", lambda: status_writes(a, parse_ts(t_back["startedAt"])), 120, every=0.5)
+        assert pod.metric("kubeslice_worker_hub_worker_restarts_total", mode="in-place", outcome="requested") == 0
+
+        # 2. The sidecar killed mid-move. The worker is stopped (SIGSTOP), so the move's SIGTERM
+        # stays pending and the wrapper waits out the pod's grace (10 s) before its SIGKILL;
+        # the sidecar is killed inside that grace. The stopped worker erases no claim.
+        wrapper = pod.manager_pid()
+        (stopped,) = children(wrapper)
+        os.kill(stopped, signal.SIGSTOP)
+        t0 = time.time()
+        for hub in hubs:
+            hub.claim(b.cp.endpoint, B_ID)
+        wait_for("the wrapper stopping the worker", lambda: any("moving the worker (PID" in l for l in pod.logs("manager")), 90, every=0.1)
+        subprocess.run(["kill", "-KILL", str(pod.sidecar_pid())], check=True)
+        assert children(wrapper) == [stopped], "the old worker ended before its grace: the sidecar was not killed mid-move"
+        wait_for("the worker on B", lambda: pod.worker_hub() == "secondary", 60, every=0.2)
+        wait_for("the sidecar restarted by kubelet and ready", lambda: pod.restarts("hub-follower") == 1 and pod.ready(), 90, every=0.5)
+        wait_for("the next sidecar sure of the worker",
+                 lambda: pod.status()["restart"]["workerOnCurrentDecision"] and pod.status()["restart"]["phase"] not in ("waiting", "verifying"), 60)
+        wait_for("the worker's first write on B", lambda: status_writes(b, t0), 120, every=0.5)
+        holds("exactly one worker, the container not restarted", lambda: len(children(wrapper)) == 1 and pod.restarts("manager") == 1, 10)
+        assert pod.manager_pid() == wrapper
+        starts = stamps(pod.logs("manager"), "hub-follower exec: starting on hub")
+        assert len(starts) == 2, starts
+        moved = worker_writes(b, t0)
+        assert moved and worker_writes(a, starts[-1] + 1) == [], "hub A still got the worker's writes"
+
+        # 3. Kubelet's SIGTERM at the pod's deletion reaches the worker: its own log, followed
+        # through the container's end, says it shut down; the container ends within the grace.
+        pod.save("in-place")
+        follow = subprocess.Popen(["kubectl", f"--kubeconfig={pod.cp.kubeconfig}", "logs", "-f", pod.name, "-n", NS, "-c", "manager", "--tail=1"],
+                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        try:
+            wait_for("the log followed", lambda: follow.poll() is None, 5)
+            time.sleep(1)
+            t_delete = time.monotonic()
+            pod.cp.kubectl("delete", "pod", pod.name, "-n", NS, "--grace-period=10", "--wait=false")
+            deleted = True
+            out, _ = follow.communicate(timeout=60)
+            ended = time.monotonic() - t_delete
+        finally:
+            follow.kill()
+        assert "Wait completed, proceeding to shutdown the manager" in out, out
+        print(f"pod deletion -> the worker's log ended: {ended:.1f}s (grace 10s)")
+        assert ended < 10, f"the worker's container outlived the grace ({ended:.1f}s)"
+    finally:
+        if stopped is not None:
+            try:
+                os.kill(stopped, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+        if not deleted:
+            pod.save("in-place")
+            pod.delete()
+        wait_for("the pod gone", lambda: pod.cp.kubectl("get", "pod", pod.name, "-n", NS, check=False).returncode != 0, 90)

@@ -3,7 +3,6 @@
  * namespace. It logs the hub it was started with, once, then answers its own probes:
  * GET /healthz and /readyz on HUB_TEST_PROBE_PORT (default 8081) with 200. The node tests run
  * in a network namespace of their own, so listening on every address there is safe.
- * With HUB_TEST_IGNORE_STOP=1 it ignores SIGTERM.
  * With HUB_TEST_HANG_ONCE_AFTER=N, the pod's first worker "hangs" N seconds after it
  * starts: /healthz answers 500 from then on. It marks the handoff directory (an emptyDir
  * the pod keeps), so the worker the kubelet starts next is healthy.
@@ -19,11 +18,7 @@
 #include <unistd.h>
 
 static void done(int sig) {
-    /* Said, so a test can tell the worker got kubelet's stop signal (write(2) is safe in
-     * a handler; printf is not). */
-    static const char said[] = "worker stopping: got a stop signal\n";
     (void)sig;
-    (void)!write(1, said, sizeof said - 1);
     _exit(0);
 }
 
@@ -33,10 +28,7 @@ static const char *env_or(const char *name, const char *fallback) {
 }
 
 int main(void) {
-    /* With HUB_TEST_IGNORE_STOP set, a worker slow to stop: it ignores SIGTERM, so whoever
-     * stops it must wait out a grace and SIGKILL it. */
-    const char *stubborn = getenv("HUB_TEST_IGNORE_STOP");
-    signal(SIGTERM, stubborn && *stubborn ? SIG_IGN : done);
+    signal(SIGTERM, done);
     signal(SIGINT, done);
     signal(SIGPIPE, SIG_IGN);
     printf("worker started: hub=%s token_file=%s pid=%d\n", env_or("HUB_HOST_ENDPOINT", "-"),
