@@ -231,16 +231,12 @@ pub struct Ack {
 
 /// Writes the acknowledgement in one rename, so the sidecar never reads half of one.
 pub fn write_ack(dir: &Path, ack: &Ack) -> io::Result<()> {
-    // Not named like a version folder or a temporary link: `prune` must leave it alone.
-    let tmp = dir.join(format!(".worker-ack.{}.partial", std::process::id()));
-    let json = serde_json::to_vec_pretty(ack).map_err(io::Error::other)?;
-    write_synced(&tmp, &json)?;
-    fs::rename(&tmp, dir.join(ACK_FILE))
+    replace_json(dir, ACK_FILE, ack)
 }
 
 /// The worker's acknowledgement, if there is a readable one.
 pub fn read_ack(dir: &Path) -> Option<Ack> {
-    serde_json::from_slice(&fs::read(dir.join(ACK_FILE)).ok()?).ok()
+    read_json(dir, ACK_FILE)
 }
 
 /// `restart-request.json`: written by the sidecar in restart-all mode just before it exits with
@@ -262,10 +258,7 @@ pub struct RestartRequest {
 /// one before. Once the rename is done the request is there: a failed sync of the directory
 /// after it is only reported, since the sidecar must then exit as the request says.
 pub fn write_restart_request(dir: &Path, request: &RestartRequest) -> io::Result<()> {
-    let tmp = dir.join(format!(".restart-request.{}.partial", std::process::id()));
-    let json = serde_json::to_vec_pretty(request).map_err(io::Error::other)?;
-    write_synced(&tmp, &json)?;
-    fs::rename(&tmp, dir.join(RESTART_REQUEST_FILE))?;
+    replace_json(dir, RESTART_REQUEST_FILE, request)?;
     if let Err(e) = sync_dir(dir) {
         tracing::warn!(dir = %dir.display(), error = %e, "cannot sync the handoff folder after writing the restart request");
     }
@@ -287,15 +280,12 @@ pub struct MoveRequest {
 
 /// Writes the move request in one rename, so the wrapper reads all of it or the one before.
 pub fn write_move_request(dir: &Path, request: &MoveRequest) -> io::Result<()> {
-    let tmp = dir.join(format!(".move-request.{}.partial", std::process::id()));
-    let json = serde_json::to_vec_pretty(request).map_err(io::Error::other)?;
-    write_synced(&tmp, &json)?;
-    fs::rename(&tmp, dir.join(MOVE_REQUEST_FILE))
+    replace_json(dir, MOVE_REQUEST_FILE, request)
 }
 
 /// The last move request, if there is a readable one.
 pub fn read_move_request(dir: &Path) -> Option<MoveRequest> {
-    serde_json::from_slice(&fs::read(dir.join(MOVE_REQUEST_FILE)).ok()?).ok()
+    read_json(dir, MOVE_REQUEST_FILE)
 }
 
 /// `restart-request.json` as found: the request, when it can be read, and when the file was
@@ -426,6 +416,21 @@ pub fn ensure_writable(dir: &Path) -> io::Result<()> {
     let probe = dir.join(format!(".probe-{}", std::process::id()));
     fs::write(&probe, b"")?;
     fs::remove_file(&probe)
+}
+
+/// Replaces `dir/name` with `value` as JSON in one rename, the new file synced first: a reader
+/// finds all of it or the one before. The temporary file (`.NAME.PID.partial`) is named like no
+/// version folder or temporary link, so `prune` leaves it alone.
+fn replace_json(dir: &Path, name: &str, value: &impl Serialize) -> io::Result<()> {
+    let tmp = dir.join(format!(".{name}.{}.partial", std::process::id()));
+    let json = serde_json::to_vec_pretty(value).map_err(io::Error::other)?;
+    write_synced(&tmp, &json)?;
+    fs::rename(&tmp, dir.join(name))
+}
+
+/// `dir/name` as JSON, if it can be read and parsed.
+fn read_json<T: serde::de::DeserializeOwned>(dir: &Path, name: &str) -> Option<T> {
+    serde_json::from_slice(&fs::read(dir.join(name)).ok()?).ok()
 }
 
 fn write_synced(path: &Path, bytes: &[u8]) -> io::Result<()> {

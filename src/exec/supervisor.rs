@@ -116,11 +116,6 @@ impl Supervisor {
         vec![Order::Start]
     }
 
-    /// The generation the running worker started on.
-    pub fn generation(&self) -> Option<u64> {
-        self.worker.map(|w| w.generation)
-    }
-
     /// When the machine next needs a [`Input::Tick`].
     pub fn next_wake(&self) -> Option<Instant> {
         self.stopping.filter(|s| !s.killed).map(|s| s.kill_at)
@@ -282,10 +277,11 @@ mod tests {
             [Order::Kill { pgid: 10 }, Order::Start]
         );
         r.at(2.5, started(11, 3, S));
-        assert_eq!(r.s.generation(), Some(3));
         assert_eq!(r.s.next_wake(), None);
         // The request on file is for a decision this worker already runs on.
         assert_eq!(r.at(3.0, asked(3, S)), []);
+        // The new worker is the one the next move stops.
+        assert_eq!(r.at(4.0, asked(4, P)), [Order::Stop { pid: 11 }]);
     }
 
     #[test]
@@ -340,6 +336,7 @@ mod tests {
     fn an_orphan_is_reaped_and_nothing_more() {
         let mut r = Run::new();
         assert_eq!(r.at(1.0, exited(99, Status::Code(1))), []);
-        assert_eq!(r.s.generation(), Some(1));
+        // The worker is still the one a move stops.
+        assert_eq!(r.at(2.0, asked(2, S)), [Order::Stop { pid: 10 }]);
     }
 }

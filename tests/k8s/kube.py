@@ -22,6 +22,7 @@ import subprocess
 import tarfile
 import hashlib
 import io
+import random
 import re
 import time
 import urllib.request
@@ -126,14 +127,34 @@ def worker_cluster_crds() -> list[dict[str, Any]]:
     return [d for f in sorted((worker_module_dir() / "config" / "crd" / "bases").glob("*.yaml")) for d in yaml_docs(f)]
 
 
+# Listening ports come from below the kernel's ephemeral range (32768-60999 by default), from
+# which every outgoing connection takes its source port: a port the kernel picked (bind to 0)
+# and then let go could be some kubectl's or follower's source port by the time the server
+# binds it ("address already in use"; seen once in CI, for a kube-apiserver).
+LISTEN_PORTS = range(20000, 32768)
+_given: set[int] = set()
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A port on 127.0.0.1 that nothing listens on, never given twice in this process."""
+    for _ in range(1000):
+        port = random.choice(LISTEN_PORTS)
+        if port in _given:
+            continue
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _given.add(port)
+        return port
+    raise RuntimeError(f"no free port in {LISTEN_PORTS}")
 
 
-def wait_for(what: str, check: Callable[[], Any], timeout: float, every: float = 0.1) -> Any:
-    """Polls check() until it returns something truthy; fails naming what was awaited."""
+def wait_for(what: str, check: Callable[[], Any], timeout: float, every: float = 0.1,
+             fatal: type[BaseException] | tuple[type[BaseException], ...] = ()) -> Any:
+    """Polls check() until it returns something truthy; fails naming what was awaited. An
+    exception of a `fatal` type ends the wait at once."""
     deadline = time.monotonic() + timeout
     last_error: BaseException | None = None
     while time.monotonic() < deadline:
@@ -141,6 +162,8 @@ def wait_for(what: str, check: Callable[[], Any], timeout: float, every: float =
             value = check()
             if value:
                 return value
+        except fatal:
+            raise
         except Exception as e:  # noqa: BLE001 - reported below if it never succeeds
             last_error = e
         time.sleep(every)
@@ -340,7 +363,14 @@ class ControlPlane:
         return out
 
     def wait_ready(self, timeout: float = 90) -> None:
-        wait_for(f"{self.name}'s kube-apiserver /readyz", lambda: self.readyz() == 200, timeout, every=0.25)
+        def ready() -> bool:
+            # An API server that exited (a port taken, a bad flag) never gets ready: say why now.
+            if self.apiserver is not None and not self.apiserver.alive():
+                tail = self.apiserver.log.read_text(errors="replace").splitlines()[-5:]
+                raise AssertionError(f"{self.name}'s kube-apiserver exited: " + "\n".join(tail))
+            return self.readyz() == 200
+
+        wait_for(f"{self.name}'s kube-apiserver /readyz", ready, timeout, every=0.25, fatal=AssertionError)
 
     def readyz(self) -> int:
         ctx = ssl.create_default_context(cafile=str(self.pki.ca_crt))
