@@ -49,10 +49,15 @@ impl ExecError {
         match self {
             ExecError::Exec { .. } => 127,
             ExecError::NoCommand => 2,
-            ExecError::Stopped { signal, .. } => (128 + (signal & 0x7f)) as u8,
+            ExecError::Stopped { signal, .. } => exit_code_of_signal(*signal),
             ExecError::NothingPublished { .. } | ExecError::Setup { .. } => 1,
         }
     }
+}
+
+/// A process ended by `signal`, as a shell gives its status: 128 plus the signal's number.
+pub fn exit_code_of_signal(signal: i32) -> u8 {
+    (128 + (signal & 0x7f)) as u8
 }
 
 /// The decision published in `dir`, waiting up to `wait` for one. `stopped` is asked between

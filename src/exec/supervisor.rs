@@ -23,7 +23,7 @@ use tokio::time::Instant;
 
 use crate::verdict::HubId;
 
-use super::startup::STOP_SIGNALS as LEAVING;
+use super::startup::{exit_code_of_signal, STOP_SIGNALS as LEAVING};
 
 /// How a process ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,7 +38,7 @@ impl Status {
     pub fn exit_code(self) -> u8 {
         match self {
             Status::Code(c) => (c & 0xff) as u8,
-            Status::Signal(s) => (128 + (s & 0x7f)) as u8,
+            Status::Signal(s) => exit_code_of_signal(s),
         }
     }
 }

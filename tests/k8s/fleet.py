@@ -118,13 +118,18 @@ class HubSide:
         list(pool.map(create, names))
 
     def claim(self, names: list[str], endpoint: str, identity: str,
-              pool: ThreadPoolExecutor) -> dict[str, tuple[float, float]]:
+              pool: ThreadPoolExecutor, rate: float | None = None) -> dict[str, tuple[float, float]]:
         """Publishes status.activeController (a fresh lastUpdated) on each named Cluster through the
-        status subresource, concurrently; returns, per Cluster, when its patch was sent and when
-        its answer came (Unix time). The write was committed somewhere in between."""
+        status subresource, concurrently, as fast as the hub takes them or, with `rate`, sent at
+        most that many a second; returns, per Cluster, when its patch was sent and when its answer
+        came (Unix time). The write was committed somewhere in between."""
         ns = self.hub.namespace
+        begin = time.monotonic()
+        slot = {name: i / rate for i, name in enumerate(names)} if rate else {}
 
         def patch(name: str) -> tuple[str, tuple[float, float]]:
+            if name in slot:
+                time.sleep(max(0.0, begin + slot[name] - time.monotonic()))
             claim = {"endpoint": endpoint, "identity": identity, "lastUpdated": now_rfc3339()}
             sent = time.time()
             self.admin.expect("PATCH", clusters_path(ns, name, "status"), {"status": {"activeController": claim}},
@@ -435,6 +440,44 @@ def parse_rfc3339(text: str) -> float:
     return datetime.fromisoformat(m.group(1) + offset).timestamp() + float(m.group(2) or 0)
 
 
+NEWS = "the claim changed; reading all hubs now"  # the watch's debug line (RUST_LOG=hub_follower::claim_watch=debug)
+
+
+def news_at(log: Path, since: float) -> float | None:
+    """When the follower's watch first raised news at or after `since` (Unix time), from its
+    log, if it logs at debug."""
+    try:
+        lines = log.read_text(errors="replace").splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        if NEWS in line:
+            at = parse_rfc3339(json.loads(line)["timestamp"])
+            if at >= since:
+                return at
+    return None
+
+
+def per_follower(t0: float, patched: dict[str, tuple[float, float]], decided: dict[str, float],
+                 logs: dict[str, Path]) -> dict[str, Any]:
+    """Each follower's patch sent and answered, its watch's news (with RUST_LOG at debug for
+    hub_follower::claim_watch) and its decidedAt, in seconds from the first patch sent; and
+    where its latency went: the patch's answer to the watch's news, and the news to the
+    decision (the confirmation span, then one read of each hub)."""
+    columns = ["name", "sent", "answered", "news", "decided"]
+    rows = []
+    for name in sorted(decided, key=lambda n: patched[n][0]):
+        sent, answered = patched[name]
+        news = news_at(logs[name], sent)
+        rows.append([name] + [None if t is None else round(t - t0, 4) for t in (sent, answered, news, decided[name])])
+    stages: dict[str, Any] = {}
+    with_news = [r for r in rows if r[3] is not None]
+    if with_news and len(with_news) == len(rows):
+        for key, values in (("answered_to_news", [r[3] - r[2] for r in rows]), ("news_to_decided", [r[4] - r[3] for r in rows])):
+            stages[key] = {"p50": percentile(values, 0.5), "p99": percentile(values, 0.99), "max": max(values), "min": min(values)}
+    return {"stages_s": stages or None, "samples": {"t0": t0, "columns": columns, "rows": rows}}
+
+
 # ---------------------------------------------------------------------------------------------
 # One configuration: N followers, watch on or off
 
@@ -480,6 +523,11 @@ class Bench:
 
             log(f"{label}: promotion: every Cluster on hub B now claims B")
             result["promotion"] = self.promote(members)
+            stages = result["promotion"]["stages_s"]
+            if stages:
+                log(f"{label}: patch answered -> the watch's news, p50 / p99: {stages['answered_to_news']['p50']:.3f} / "
+                    f"{stages['answered_to_news']['p99']:.3f} s; news -> decision: {stages['news_to_decided']['p50']:.3f} / "
+                    f"{stages['news_to_decided']['p99']:.3f} s")
             if result["promotion"]["not_switched"]:
                 result["failures"].append({"what": "followers that did not follow the promotion",
                                            "followers": result["promotion"]["not_switched"]})
@@ -532,19 +580,46 @@ class Bench:
         if need > 0.8 * available:
             raise RuntimeError(f"{n} followers would not fit in memory: {need / 2**30:.1f} GiB of {available / 2**30:.1f} GiB")
 
+    def hub_pids(self) -> dict[str, dict[str, int]]:
+        return {side.cp.name: {"apiserver": process(side.cp.apiserver).pid, "etcd": process(side.cp.etcd).pid}
+                for side in (self.a, self.b)}
+
+    def cpu_now(self, members: list[Member]) -> dict[str, Any]:
+        """CPU seconds so far: the machine's, all followers' together, each hub's API server and
+        etcd, and this driver's own."""
+        followers = 0.0
+        for m in members:
+            try:
+                followers += cpu_seconds(m.pid)
+            except OSError:
+                pass  # exited; reported after the window
+        return {"at": time.monotonic(), "machine": machine_busy_seconds(), "followers": followers,
+                "driver": cpu_seconds(os.getpid()),
+                "hubs": {name: {what: cpu_seconds(pid) for what, pid in p.items()} for name, p in self.hub_pids().items()}}
+
+    @staticmethod
+    def cores_between(cpu0: dict[str, Any], cpu1: dict[str, Any]) -> dict[str, Any]:
+        """Mean cores each part used between two cpu_now()s."""
+        seconds = cpu1["at"] - cpu0["at"]
+        return {"seconds": seconds,
+                **{what: (cpu1[what] - cpu0[what]) / seconds for what in ("machine", "followers", "driver")},
+                **{f"{name} {what}": (cpu1["hubs"][name][what] - cpu0["hubs"][name][what]) / seconds
+                   for name in cpu1["hubs"] for what in cpu1["hubs"][name]}}
+
+    def profile(self, side: HubSide, n: int) -> str:
+        """A CPU profile of the side's API server over --profile seconds, from now; its path."""
+        seconds = max(1, round(self.args.profile))
+        data = side.admin.expect("GET", f"/debug/pprof/profile?seconds={seconds}")
+        path = REPO / "target" / "bench" / f"fleet-{n}-{side.cp.name}.pprof"
+        path.write_bytes(data)
+        return str(path.relative_to(REPO))
+
     def measure(self, members: list[Member], window: float) -> dict[str, Any]:
         sides = (self.a, self.b)
-        pids = {side.cp.name: {"apiserver": process(side.cp.apiserver).pid, "etcd": process(side.cp.etcd).pid} for side in sides}
+        pids = self.hub_pids()
 
         def cpu_now() -> dict[str, Any]:
-            followers = 0.0
-            for m in members:
-                try:
-                    followers += cpu_seconds(m.pid)
-                except OSError:
-                    pass  # exited; reported after the window
-            return {"at": time.monotonic(), "machine": machine_busy_seconds(), "followers": followers,
-                    "hubs": {name: {what: cpu_seconds(pid) for what, pid in p.items()} for name, p in pids.items()}}
+            return self.cpu_now(members)
 
         def scrape() -> dict[str, Scrape]:  # both hubs at once, so that their windows match
             return dict(zip((side.cp.name for side in sides), self.pool.map(HubSide.scrape, sides)))
@@ -585,8 +660,12 @@ class Bench:
         names = [m.name for m in members]
         sides = (self.a, self.b)
         before = dict(zip((s.cp.name for s in sides), self.pool.map(HubSide.scrape, sides)))
+        cpu0 = self.cpu_now(members)
+        # Threads of their own: the 16 of the pool send the patches, as in a run without.
+        profiler = ThreadPoolExecutor(max_workers=2)
+        profiles = [profiler.submit(self.profile, side, len(members)) for side in sides] if self.args.profile else []
         first_sent = time.time()
-        patched = self.b.claim(names, self.b.cp.endpoint, IDENTITY["secondary"], self.pool)
+        patched = self.b.claim(names, self.b.cp.endpoint, IDENTITY["secondary"], self.pool, self.args.patch_rate)
         last_patched = max(answered for _sent, answered in patched.values())
         timeout = self.args.promotion_timeout
         pending = {m.name: m for m in members}
@@ -611,6 +690,11 @@ class Bench:
                     del pending[name]
             if pending:
                 time.sleep(0.5)
+        # Where the machine's two cores went from the first patch until the last follower had
+        # decided (to within the 0.5 s this loop sleeps).
+        promotion_cores = self.cores_between(cpu0, self.cpu_now(members))
+        profiled = [f.result() for f in profiles]
+        profiler.shutdown()
         # From the patch's answer (the figure reported since 2026-12-03), and from its sending:
         # the commit lies between, so the true latency does too.
         latencies = [decided[name] - patched[name][1] for name in decided]
@@ -624,7 +708,7 @@ class Bench:
             w = hub_window(before[name], after[name], len(members))
             by_verb = w["requests_by_verb"]
             minute[name] = {"seconds": w["seconds"], "GET": by_verb.get("GET", 0.0), "WATCH": by_verb.get("WATCH", 0.0),
-                            "PATCH": by_verb.get("PATCH", 0.0),
+                            "PATCH": by_verb.get("PATCH", 0.0), "GET_latency": w["latency"]["GET"],
                             "refused_429": sum(n for (_verb, code), n in
                                                ((k, after[name].requests.get(k, 0.0) - before[name].requests.get(k, 0.0))
                                                 for k in after[name].requests) if code == "429")}
@@ -651,6 +735,9 @@ class Bench:
                 "p99": percentile([a - s for s, a in patched.values()], 0.99),
             },
             "timeout_s": timeout,
+            "cores_until_last_decision": promotion_cores,
+            "cpu_profiles": profiled,
+            **per_follower(first_sent, patched, decided, {m.name: m.log for m in members}),
             "not_switched": not_switched,
             "after_promotion": minute,
         }
@@ -762,6 +849,12 @@ def main() -> int:
                         "interval of the reads when you change that (default 120 with the watch, 10 without)")
     parser.add_argument("--max-starting", type=int, default=50,
                         help="at most this many followers starting (not yet published) at once (default 50)")
+    parser.add_argument("--patch-rate", type=float, metavar="PER_SECOND",
+                        help="send the promotion's patches at most this many a second, as a controller's client "
+                             "rate limit would (default: as fast as 16 threads get answers)")
+    parser.add_argument("--profile", type=float, metavar="SECONDS",
+                        help="take a CPU profile of each API server for SECONDS from the promotion's first patch, "
+                             "into target/bench/fleet-N-HUB.pprof (`go tool pprof -top` reads it)")
     parser.add_argument("--promotion-timeout", type=float, default=120.0, help="seconds for every follower to switch (default 120)")
     parser.add_argument("--env", type=key_value, action="append", default=[], metavar="KEY=VALUE",
                         help="a setting for every follower; repeatable")
@@ -803,6 +896,8 @@ def main() -> int:
         "spread_s": {"watch_on": timing(args, True)[2], "watch_off": timing(args, False)[2]},
         "max_starting": args.max_starting,
         "promotion_timeout_s": args.promotion_timeout,
+        "patch_rate_per_s": args.patch_rate,
+        "profile_s": args.profile,
         "follower_env": args.env,
         "follower_binary": str(binary),
         "baseline_binary": str(builds["baseline"]) if "baseline" in builds else None,
@@ -815,7 +910,7 @@ def main() -> int:
                     "kernel": os.uname().release},
     }
     print("command:", command)
-    for key in ("sizes", "window_s", "warmup_s", "spread_s", "max_starting", "promotion_timeout_s", "follower_env", "follower_binary", "tokens"):
+    for key in ("sizes", "window_s", "warmup_s", "spread_s", "max_starting", "promotion_timeout_s", "patch_rate_per_s", "follower_env", "follower_binary", "tokens"):
         print(f"  {key}: {settings[key]}")
     print("  followers: one process each, HUB_RESTART_MODE=none, RUST_LOG=warn, otherwise the binary's defaults"
           + (" and the env above" if args.env else ""), flush=True)
@@ -828,7 +923,7 @@ def main() -> int:
     with ThreadPoolExecutor(max_workers=16) as pool:
         try:
             for name in ("hub-a", "hub-b"):
-                planes.append(ControlPlane(name, WORK / name, Pki(WORK / name / "pki")).start())
+                planes.append(ControlPlane(name, WORK / name, Pki(WORK / name / "pki"), profiling=args.profile is not None).start())
             a, b = (HubSide(role, Hub(cp).install(), Admin(cp)) for role, cp in zip(("primary", "secondary"), planes))
             settings["kube_apiserver"] = json.loads(a.admin.expect("GET", "/version"))["gitVersion"]
             names = [f"worker-{i}" for i in range(max(sizes))]
@@ -861,8 +956,12 @@ def main() -> int:
 
 
 def write_json(path: Path, settings: dict[str, Any], results: list[dict[str, Any]]) -> None:
+    """Indented, but each per-follower sample on one line."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"settings": settings, "results": results}, indent=2) + "\n")
+    text = json.dumps({"settings": settings, "results": results}, indent=2)
+    text = re.sub(r"\[\n\s+(\"worker-\d+\",[^\]]*?)\n\s+\]",
+                  lambda m: "[" + re.sub(r",\n\s+", ", ", m.group(1)) + "]", text)
+    path.write_text(text + "\n")
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from follower import binary
-from kube import IMAGES, KUBE_VERSION, NODE_NAME, REPO, ControlPlane, Node, b64, collapse, oci_archive, wait_for
+from kube import IMAGES, KUBE_VERSION, NODE_NAME, REPO, SAMPLES, ControlPlane, Node, b64, collapse, oci_archive, wait_for
 
 sys.path.insert(0, str(REPO / "tests" / "chart"))
 import chartkit  # noqa: E402
@@ -340,7 +340,7 @@ def test_failover_latency_on_the_real_node(deploy, hubs, mode):
     delays a container's later restarts, is not part of these numbers."""
     a, b = hubs
     samples = []
-    for i in range(5):
+    for i in range(SAMPLES):
         for hub in hubs:
             hub.claim(a.cp.endpoint, A_ID, LONG_AGO)
         # restart-all exists only on a native sidecar; the others alternate.
