@@ -618,19 +618,15 @@ class Bench:
         sides = (self.a, self.b)
         pids = self.hub_pids()
 
-        def cpu_now() -> dict[str, Any]:
-            return self.cpu_now(members)
-
         def scrape() -> dict[str, Scrape]:  # both hubs at once, so that their windows match
             return dict(zip((side.cp.name for side in sides), self.pool.map(HubSide.scrape, sides)))
 
         scrapes0 = scrape()
-        cpu0 = cpu_now()
+        cpu0 = self.cpu_now(members)
         time.sleep(window)
-        cpu1 = cpu_now()
+        cores = self.cores_between(cpu0, self.cpu_now(members))
         scrapes1 = scrape()
 
-        seconds = cpu1["at"] - cpu0["at"]
         n = len(members)
         hubs = {}
         for side in sides:
@@ -638,17 +634,17 @@ class Bench:
             hub = hub_window(scrapes0[name], scrapes1[name], n)
             hub["role"] = side.role
             for what in ("apiserver", "etcd"):
-                hub[f"{what}_cpu_cores"] = (cpu1["hubs"][name][what] - cpu0["hubs"][name][what]) / seconds
+                hub[f"{what}_cpu_cores"] = cores[f"{name} {what}"]
                 hub[f"{what}_rss_bytes"] = rss_bytes(pids[name][what])
             hubs[name] = hub
         rss = [rss_bytes(m.pid) for m in members if m.alive()]
         return {
-            "measured_s": seconds,
-            "machine_busy_cores": (cpu1["machine"] - cpu0["machine"]) / seconds,
+            "measured_s": cores["seconds"],
+            "machine_busy_cores": cores["machine"],
             "hubs": hubs,
             "followers": {
-                "cpu_cores": (cpu1["followers"] - cpu0["followers"]) / seconds,
-                "cpu_ms_per_s_per_follower": (cpu1["followers"] - cpu0["followers"]) / seconds / n * 1000,
+                "cpu_cores": cores["followers"],
+                "cpu_ms_per_s_per_follower": cores["followers"] / n * 1000,
                 "rss_mean_bytes": sum(rss) / len(rss) if rss else None,
                 "rss_max_bytes": max(rss) if rss else None,
             },
@@ -662,8 +658,8 @@ class Bench:
         before = dict(zip((s.cp.name for s in sides), self.pool.map(HubSide.scrape, sides)))
         cpu0 = self.cpu_now(members)
         # Threads of their own: the 16 of the pool send the patches, as in a run without.
-        profiler = ThreadPoolExecutor(max_workers=2)
-        profiles = [profiler.submit(self.profile, side, len(members)) for side in sides] if self.args.profile else []
+        profiler = ThreadPoolExecutor(max_workers=2) if self.args.profile else None
+        profiles = [profiler.submit(self.profile, side, len(members)) for side in sides] if profiler else []
         first_sent = time.time()
         patched = self.b.claim(names, self.b.cp.endpoint, IDENTITY["secondary"], self.pool, self.args.patch_rate)
         last_patched = max(answered for _sent, answered in patched.values())
@@ -694,7 +690,8 @@ class Bench:
         # decided (to within the 0.5 s this loop sleeps).
         promotion_cores = self.cores_between(cpu0, self.cpu_now(members))
         profiled = [f.result() for f in profiles]
-        profiler.shutdown()
+        if profiler:
+            profiler.shutdown()
         # From the patch's answer (the figure reported since 2026-12-03), and from its sending:
         # the commit lies between, so the true latency does too.
         latencies = [decided[name] - patched[name][1] for name in decided]
