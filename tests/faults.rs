@@ -388,9 +388,10 @@ async fn healthz_answers_while_a_publish_is_held_up_in_fsync() {
         &[],
     );
     let strace = sidecar.pid();
-    let children = std::fs::read_to_string(format!("/proc/{strace}/task/{strace}/children"))
-        .unwrap_or_default();
-    let inner: u32 = children.split_whitespace().next().unwrap().parse().unwrap();
+    let inner = support::children_of(strace)
+        .first()
+        .expect("strace's child: the sidecar")
+        .0;
     let s = HeldUp { sidecar, inner };
     s.sidecar.wait_until(
         "the first decision, fsync by fsync",

@@ -319,23 +319,6 @@ fn a_worker_that_crashes_on_its_own_ends_the_wrapper_with_its_code() {
     assert!(!alive(helper), "the crashed worker's helper outlived it");
 }
 
-/// The children of `pid`, each with its state letter from /proc (`Z` for a zombie).
-fn children_of(pid: u32) -> Vec<(u32, char)> {
-    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
-        .unwrap_or_default()
-        .split_whitespace()
-        .filter_map(|c| {
-            let stat = std::fs::read_to_string(format!("/proc/{c}/stat")).ok()?;
-            let state = stat.rsplit(')').next()?.trim_start().chars().next()?;
-            Some((c.parse().ok()?, state))
-        })
-        .collect()
-}
-
-fn is_root() -> bool {
-    rustix::process::geteuid().is_root()
-}
-
 /// Kills `unshare` (and with it, by `--kill-child`, the wrapper and its PID namespace).
 struct Namespace(Child);
 impl Drop for Namespace {
@@ -347,7 +330,7 @@ impl Drop for Namespace {
 
 #[test]
 fn as_pid_1_the_wrapper_reaps_an_orphan_and_keeps_the_worker() {
-    if !is_root() || !Path::new("/usr/bin/unshare").exists() {
+    if !support::is_root() || !Path::new("/usr/bin/unshare").exists() {
         support::skip("needs root and unshare(1) to run the wrapper as PID 1 of a PID namespace");
         return;
     }
@@ -377,23 +360,25 @@ fn as_pid_1_the_wrapper_reaps_an_orphan_and_keeps_the_worker() {
         }
     };
     wait("the wrapper started in its namespace", &|| {
-        children_of(unshare_pid).len() == 1
+        support::children_of(unshare_pid).len() == 1
     });
-    let wrapper = children_of(unshare_pid)[0].0;
+    let wrapper = support::children_of(unshare_pid)[0].0;
     wait("the worker and its orphan, both children of PID 1", &|| {
-        children_of(wrapper).len() == 2
+        support::children_of(wrapper).len() == 2
     });
     let worker = handoff::read_ack(dir)
         .expect("the worker's acknowledgement")
         .pid;
     std::fs::write(record.path().join("release"), b"").unwrap();
     // Unreaped, the orphan would stay a zombie child of the wrapper for good.
-    wait("the orphan reaped", &|| children_of(wrapper).len() == 1);
-    let left = children_of(wrapper);
+    wait("the orphan reaped", &|| {
+        support::children_of(wrapper).len() == 1
+    });
+    let left = support::children_of(wrapper);
     assert_eq!(left.len(), 1, "{left:?}");
     assert_ne!(left[0].1, 'Z', "the worker is a zombie: {left:?}");
     assert!(
-        children_of(unshare_pid)
+        support::children_of(unshare_pid)
             .first()
             .is_some_and(|&(p, s)| p == wrapper && s != 'Z'),
         "the wrapper took the orphan's end for the worker's"

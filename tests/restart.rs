@@ -355,7 +355,7 @@ async fn a_missing_worker_is_not_found_and_the_gate_stays_failing() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_worker_of_another_user_gives_permission_denied() {
-    let is_root = rustix_uid_is_root();
+    let is_root = support::is_root();
     let setpriv = Command::new("setpriv").arg("--version").output().is_ok();
     if !is_root || !setpriv {
         support::skip(&format!("needs root and setpriv to run the sidecar and the worker as two other users (root={is_root}, setpriv={setpriv})"));
@@ -449,15 +449,6 @@ impl Drop for Guard {
             let _ = c.kill();
         }
     }
-}
-
-fn rustix_uid_is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .map(|s| {
-            s.lines()
-                .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
-        })
-        .unwrap_or(false)
 }
 
 #[test]

@@ -337,3 +337,21 @@ pub fn metric_sum(text: &str, name: &str) -> f64 {
         .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
         .sum()
 }
+
+/// Whether the tests run as root.
+pub fn is_root() -> bool {
+    rustix::process::geteuid().is_root()
+}
+
+/// The children of `pid`, each with its state letter from /proc (`Z` for a zombie).
+pub fn children_of(pid: u32) -> Vec<(u32, char)> {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|c| {
+            let stat = std::fs::read_to_string(format!("/proc/{c}/stat")).ok()?;
+            let state = stat.rsplit(')').next()?.trim_start().chars().next()?;
+            Some((c.parse().ok()?, state))
+        })
+        .collect()
+}
