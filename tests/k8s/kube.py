@@ -305,6 +305,15 @@ class ControlPlane:
         return self.root / "admin.kubeconfig"
 
     def start(self) -> "ControlPlane":
+        """Starts etcd and the API server; if either fails to come up, stops what it started
+        before raising, since the caller has no ControlPlane to stop."""
+        try:
+            return self._start()
+        except BaseException:
+            self.stop()
+            raise
+
+    def _start(self) -> "ControlPlane":
         self.root.mkdir(parents=True, exist_ok=True)
         client, peer = free_port(), free_port()
         self.etcd_url = f"http://127.0.0.1:{client}"
