@@ -94,12 +94,15 @@ pub enum Fact {
         other: HubId,
         until: String,
     },
-    /// The worker's hub has not answered for `silent_for`, so a claim another hub makes for
-    /// itself moves the worker although it is not fresher than the basis.
+    /// The worker's hub has gone quiet for `silent_for` (no answer, or no claim for itself),
+    /// so a claim another hub makes for itself moves the worker although it is not fresher
+    /// than the basis (rule 10).
     LeavingSilentHub {
         hub: HubId,
         to: HubId,
         silent_for: String,
+        /// What it has not done: [`crate::resolver::Quiet::what`].
+        quiet: &'static str,
     },
     /// An operator's pin or drain took effect; `until` is RFC 3339.
     Steered {
@@ -217,9 +220,9 @@ impl Fact {
                 Warning, "HubSplitBrain", "Confirm",
                 format!("split brain: the {established} hub and the {other} hub each claim to be Active at the same epoch; the worker moves at most once per --split-brain-window, next at {until} at the earliest; pin the right hub (hub-follower.kubeslice.io/pin) until the controllers agree"),
             ),
-            Fact::LeavingSilentHub { hub, to, silent_for } => (
+            Fact::LeavingSilentHub { hub, to, silent_for, quiet } => (
                 Warning, "HubLeavingSilent", "Confirm",
-                format!("the {hub} hub, which the worker is on, has not answered for {silent_for}: the {to} hub's claim for itself moves the worker, once confirmed, although it is not fresher than the claim the decision rests on (a controller whose epoch restarted)"),
+                format!("the {hub} hub, which the worker is on, {quiet} for {silent_for}: the {to} hub's claim for itself moves the worker, once confirmed, although it is not fresher than the claim the decision rests on (a controller whose epoch restarted, or whose clock is ahead)"),
             ),
             Fact::Steered { kind: SteerKind::Pin, hub, until } => (
                 Normal, "HubPinned", "Steer",

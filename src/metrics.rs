@@ -106,6 +106,8 @@ pub struct Metrics {
     /// 1 for the reason the latest round held a switch back, 0 for every other.
     pub switch_held: IntGaugeVec,
     pub split_brain: IntGauge,
+    /// Rule 10's claim clock: since when the worker's hub has shown no claim for itself.
+    pub active_hub_unclaimed_since: Gauge,
     pub pending_confirmations: IntGauge,
     pub poll_interval: Gauge,
     pub last_success: GaugeVec,
@@ -194,6 +196,10 @@ impl Metrics {
         let split_brain = IntGauge::new(
             "kubeslice_worker_hub_split_brain",
             "1 while two hubs each claim themselves at the same epoch and a switch was held for it within the last --split-brain-window, else 0.",
+        )?;
+        let active_hub_unclaimed_since = Gauge::new(
+            "kubeslice_worker_hub_active_hub_unclaimed_since_timestamp_seconds",
+            "Unix time since which the hub the worker is on has answered without a claim for itself, read or shown by its watch, while its watch was up and after its controller was seen republishing; 0 while it shows one, or while that cannot be known. At --dead-hub-after its basis is released (rule 10).",
         )?;
         let pending_confirmations = IntGauge::new(
             "kubeslice_worker_hub_switch_pending_confirmations",
@@ -300,6 +306,7 @@ impl Metrics {
         registry.register(Box::new(switches_held.clone()))?;
         registry.register(Box::new(switch_held.clone()))?;
         registry.register(Box::new(split_brain.clone()))?;
+        registry.register(Box::new(active_hub_unclaimed_since.clone()))?;
         registry.register(Box::new(pending_confirmations.clone()))?;
         registry.register(Box::new(poll_interval.clone()))?;
         registry.register(Box::new(last_success.clone()))?;
@@ -358,6 +365,7 @@ impl Metrics {
             switches_held,
             switch_held,
             split_brain,
+            active_hub_unclaimed_since,
             pending_confirmations,
             poll_interval,
             last_success,

@@ -12,7 +12,8 @@
 //!    fresher claim; on a tie the established hub if it is among the tied, else the earliest
 //!    tied hub in configuration order. So the outcome is single-valued even in a split brain.
 //! 5. The basis: a decision rests on the claim that made it, and that basis moves forward to
-//!    any fresher claim naming the established hub. A winner that is not fresher than the basis
+//!    any fresher claim naming the established hub, read or shown by a watch
+//!    ([`Resolver::witness`]). A winner that is not fresher than the basis
 //!    never moves the worker, whatever the other hubs say or leave unsaid: a hub that comes
 //!    back with an old claim while the worker has erased the new one changes nothing. (A basis
 //!    with neither epoch nor `lastUpdated` orders nothing, and so holds nothing back.) With
@@ -43,9 +44,12 @@
 //!
 //! Liveness: every hold ends. Rules 5 and 7 are safety; these bound them ([`Liveness`]):
 //!
-//! 10. A dead hub strands no one. When the established hub has not answered for
-//!     `dead_hub_after` (counted from its last answer: in this process, or as an earlier run
-//!     recorded it ([`Resolver::resume_silence`]), or from this process's first round), a winner that
+//! 10. A dead hub strands no one. When the established hub has gone quiet for
+//!     `dead_hub_after` ([`Quiet`]): no answer at all (a timeout, a refused connection; an
+//!     HTTP error is an answer), counted from its last answer (in this process, or as an
+//!     earlier run recorded it ([`Resolver::resume_silence`]), or from this process's first
+//!     round); or answers without a claim for itself, read or shown, while its watch vouched
+//!     ([`Resolver::watches_vouch_for`]) and after its controller was seen republishing. Then a winner that
 //!     its own hub claims for itself is no longer held by rule 5: a promoted controller whose
 //!     epoch counter restarted, or that publishes no epoch, is followed, confirmed like any
 //!     switch. The basis so left behind stays a floor for claims naming the silent hub, so
@@ -62,6 +66,8 @@
 //!     a promotion that bumps the epoch is never a split brain.
 //! 12. No decision from silence: the first round without a winner decides nothing until
 //!     `default_after` has passed since the first round, and only then takes the primary.
+//!     Before the first decision, a hub that answers without a claim speaks with the last
+//!     claim its watch showed within `dead_hub_after`: the worker of an old pod erases it.
 
 use std::cmp::Ordering;
 
@@ -258,9 +264,9 @@ pub struct Step {
     pub held: Option<Held>,
     /// A split brain held a switch back within the last `split_brain_window` (rule 11).
     pub split_brain: bool,
-    /// The silent established hub whose basis no longer holds a self-claimed winner back this
-    /// round (rule 10), if one.
-    pub dead_hub: Option<HubId>,
+    /// The established hub whose basis no longer holds a self-claimed winner back this round
+    /// (rule 10), and how it went quiet, if one.
+    pub dead_hub: Option<(HubId, Quiet)>,
     /// No hub named anyone yet at startup: the primary is taken by default at this time
     /// unless one does first (rule 12).
     pub undecided_until: Option<Timestamp>,
@@ -271,6 +277,34 @@ impl Step {
     pub fn refused(&self, hub: HubId) -> Option<&ProbeError> {
         self.ahead.iter().find(|(h, _)| *h == hub).map(|(_, e)| e)
     }
+}
+
+/// How the established hub went quiet for `dead_hub_after` (rule 10).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Quiet {
+    /// No read got an answer: timeouts, refused or reset connections.
+    NoAnswer,
+    /// It answered, and its watch was up, but neither a read nor the watch showed it claiming
+    /// itself: its controller has stopped publishing (the worker erases the last claim).
+    NoClaim,
+}
+
+impl Quiet {
+    /// What the log line and the Event say it did not do.
+    pub fn what(self) -> &'static str {
+        match self {
+            Quiet::NoAnswer => "has not answered",
+            Quiet::NoClaim => "has answered but shown no claim for itself",
+        }
+    }
+}
+
+/// A claim a hub's watch showed between rounds, and when the follower learned of it.
+#[derive(Debug, Clone)]
+struct Shown {
+    reporter: HubId,
+    claim: Claim,
+    at: Timestamp,
 }
 
 /// A usable claim this round: the hub it names, the claim, and the hub that reported it.
@@ -313,6 +347,50 @@ pub struct Resolver {
     left_behind: Vec<(HubId, Claim)>,
     /// Until when a split brain is reported (rule 11).
     split_brain_until: Option<Timestamp>,
+    /// Per hub, the last usable claim its watch showed ([`Resolver::witness`]): evidence that
+    /// a read may never see, since the worker erases the claim on its hub within milliseconds.
+    shown: Vec<Shown>,
+    /// The hubs whose watch vouched for them this round ([`Resolver::watches_vouch_for`]).
+    watched: Vec<HubId>,
+    /// The claim the established decision was made on, before its basis moved forward: a
+    /// claim fresher than it was written since (rule 11).
+    decided_on: Option<Claim>,
+    /// Since when the established hub has answered, its watch up, without showing a claim for
+    /// itself to a read or its watch; none while it shows one, or while that cannot be known
+    /// (an error, a watch that does not vouch). Rule 10's second kind of quiet.
+    unclaimed_since: Option<Timestamp>,
+    /// Whether the established hub's controller has been seen republishing since the worker
+    /// came to it, and the last claim for itself it showed: only for a controller that
+    /// republishes does a claim that stopped coming mean that it stopped (rule 10).
+    republishing: Republishing,
+}
+
+/// What the established hub has shown of its controller's republishing (rule 10).
+#[derive(Debug, Clone, Default)]
+struct Republishing {
+    /// Its last claim for itself, read or shown.
+    last: Option<Claim>,
+    /// It showed two claims for itself that differ in epoch or `lastUpdated`: its controller
+    /// writes again, as the real one does 30 s after the worker erased its claim.
+    seen: bool,
+}
+
+impl Republishing {
+    /// Starts over on a hub, from the claim the decision rests on if that names it.
+    fn from(basis: Option<&Claim>) -> Self {
+        Self {
+            last: basis.cloned(),
+            seen: false,
+        }
+    }
+
+    /// The established hub showed `claim` for itself.
+    fn shown(&mut self, claim: &Claim) {
+        if let Some(last) = &self.last {
+            self.seen |= freshness(last, claim) != Ordering::Equal;
+        }
+        self.last = Some(claim.clone());
+    }
 }
 
 impl Resolver {
@@ -335,6 +413,11 @@ impl Resolver {
             moved_at: None,
             left_behind: Vec::new(),
             split_brain_until: None,
+            shown: Vec::new(),
+            watched: Vec::new(),
+            unclaimed_since: None,
+            decided_on: None,
+            republishing: Republishing::default(),
         }
     }
 
@@ -376,8 +459,11 @@ impl Resolver {
         self.first_unpublished = None;
         self.established = Some(hub);
         self.silent_since = None;
+        self.unclaimed_since = None;
+        self.republishing = Republishing::from(self.names(basis.as_ref(), hub));
         // The best knowledge of what the hub said of itself before this process: its basis.
         self.own_claim = basis.clone();
+        self.decided_on = basis.clone();
         self.basis = basis.clone();
         self.pending = None;
         self.outranked_by.clear();
@@ -440,15 +526,30 @@ impl Resolver {
     ) -> Step {
         let started = *self.started_at.get_or_insert(now);
         if let Some(e) = self.established {
-            let answered = verdicts.iter().any(|(h, v)| *h == e && v.answered());
+            let heard = verdicts.iter().any(|(h, v)| *h == e && v.heard());
             self.silent_since = match self.silent_since {
-                _ if answered => None,
+                _ if heard => None,
                 Some(since) => Some(since),
                 None => Some(self.last_answer(e).unwrap_or(started)),
             };
+            self.note_unclaimed(now, e, verdicts);
         }
+        // At startup, a hub that answered without a claim speaks with the last claim its
+        // watch showed, if recent: beside a worker that erases it, that is where claims live.
+        let evidence: Vec<(HubId, Verdict)> = match self.established {
+            None => self.recent_shown(now, verdicts),
+            Some(_) => Vec::new(),
+        };
+        let verdicts: Vec<(HubId, &Verdict)> = verdicts
+            .iter()
+            .map(|(h, v)| match evidence.iter().find(|(r, _)| r == h) {
+                Some((_, shown)) => (*h, shown),
+                None => (*h, *v),
+            })
+            .collect();
+        let verdicts = verdicts.as_slice();
         for (hub, verdict) in verdicts {
-            if verdict.answered() && self.position(*hub) != usize::MAX {
+            if verdict.heard() && self.position(*hub) != usize::MAX {
                 match self.answered_at.iter_mut().find(|(h, _)| h == hub) {
                     Some((_, at)) => *at = now,
                     None => self.answered_at.push((*hub, now)),
@@ -582,25 +683,107 @@ impl Resolver {
 
     /// A claim `hub` showed between rounds (its watch saw it, even if the worker erased it
     /// since): for the established hub, the last thing it said of itself (rule 11).
-    pub fn witness(&mut self, hub: HubId, claim: &Claim) {
+    ///
+    /// It is evidence as a read is ([`Resolver::observe`] ignores a claim a read does not
+    /// return): a claim naming the established hub moves the basis forward (rule 5), the
+    /// established hub claiming itself stops rule 10's claim clock, and at startup a hub that
+    /// answers without a claim speaks with the last one its watch showed within
+    /// `dead_hub_after`. `at`: when its watch showed it. A claim for an unconfigured endpoint,
+    /// or dated too far ahead of `at` without an epoch, is no evidence.
+    pub fn witness(&mut self, hub: HubId, claim: &Claim, at: Timestamp) {
         let Some(named) = Candidate::of(claim, &self.hubs).map(|c| c.hub) else {
             return;
         };
         if self.established == Some(hub) {
             self.own_claim = self.last_word(named == hub, claim);
         }
+        if too_far_ahead(claim, at).is_some() {
+            return;
+        }
+        self.shown.retain(|s| s.reporter != hub);
+        self.shown.push(Shown {
+            reporter: hub,
+            claim: claim.clone(),
+            at,
+        });
+        if self.established == Some(named) {
+            self.advance_basis_to(claim);
+        }
+        if self.established == Some(hub) && named == hub {
+            self.unclaimed_since = None;
+            self.republishing.shown(claim);
+        }
     }
 
-    /// Rule 10: the established hub has not answered for `dead_hub_after`.
-    fn established_is_dead(&self, now: Timestamp) -> bool {
+    /// `claim`, if it names `hub`.
+    fn names<'c>(&self, claim: Option<&'c Claim>, hub: HubId) -> Option<&'c Claim> {
+        claim.filter(|c| Candidate::of(c, &self.hubs).is_some_and(|c| c.hub == hub))
+    }
+
+    /// Rule 10: how the established hub has been quiet for `dead_hub_after`, if it has: no
+    /// answer, or answers without a claim for itself while its watch was up.
+    fn established_is_quiet(&self, now: Timestamp) -> Option<Quiet> {
         let (Some(e), Some(bound)) = (self.established, self.liveness.dead_hub_after) else {
-            return false;
+            return None;
         };
         let last = self
             .last_answer(e)
             .or(self.silent_since)
             .or(self.started_at);
-        last.is_some_and(|at| now.duration_since(at) >= bound)
+        let past = |at: Timestamp| now.duration_since(at) >= bound;
+        if self.silent_since.is_some() && last.is_some_and(past) {
+            return Some(Quiet::NoAnswer);
+        }
+        self.unclaimed_since
+            .is_some_and(past)
+            .then_some(Quiet::NoClaim)
+    }
+
+    /// Rule 10's claim clock: runs while the established hub `e`, whose controller has been
+    /// seen republishing, answers without a claim for itself and its watch vouches for it (it
+    /// would have shown a republish the worker erased); stops at a claim for itself, read or
+    /// shown, and at anything that leaves it unknown. A controller that writes its claim once
+    /// and never again, beside a worker that erases it, is not taken for a dead one.
+    fn note_unclaimed(&mut self, now: Timestamp, e: HubId, verdicts: &[(HubId, &Verdict)]) {
+        let names = |c: &Claim| Candidate::of(c, &self.hubs).map(|c| c.hub);
+        let watched = self.watched.contains(&e) && self.republishing.seen;
+        let claims_itself = match verdicts.iter().find(|(h, _)| *h == e).map(|(_, v)| *v) {
+            Some(Verdict::Claim(c)) if names(c) == Some(e) => {
+                self.republishing.shown(c);
+                Some(true)
+            }
+            Some(Verdict::Claim(_) | Verdict::NoClaim) if watched => Some(false),
+            _ => None,
+        };
+        self.unclaimed_since = match claims_itself {
+            Some(false) => Some(self.unclaimed_since.unwrap_or(now)),
+            Some(true) | None => None,
+        };
+    }
+
+    /// The hubs whose watch vouches for them this round: only for those does an answer without
+    /// a claim mean that none was written (rule 10). The caller says it before each round.
+    pub fn watches_vouch_for(&mut self, hubs: &[HubId]) {
+        self.watched = hubs.to_vec();
+    }
+
+    /// For each hub that answered without a claim this round, the last claim its watch showed,
+    /// if it showed it within `dead_hub_after`: the evidence a startup decides on.
+    fn recent_shown(
+        &self,
+        now: Timestamp,
+        verdicts: &[(HubId, &Verdict)],
+    ) -> Vec<(HubId, Verdict)> {
+        let Some(bound) = self.liveness.dead_hub_after else {
+            return Vec::new();
+        };
+        verdicts
+            .iter()
+            .filter(|(_, v)| matches!(v, Verdict::NoClaim))
+            .filter_map(|(h, _)| self.shown.iter().find(|s| s.reporter == *h))
+            .filter(|s| now.duration_since(s.at) < bound)
+            .map(|s| (s.reporter, Verdict::Claim(s.claim.clone())))
+            .collect()
     }
 
     /// When `hub` last answered in this process.
@@ -614,6 +797,20 @@ impl Resolver {
     /// Since when the established hub has not answered; none while it answers.
     pub fn silent_since(&self) -> Option<Timestamp> {
         self.silent_since
+    }
+
+    /// Since when the established hub has answered, its watch up, without a claim for itself
+    /// after its controller was seen republishing: rule 10's claim clock; none while that
+    /// clock does not run.
+    pub fn unclaimed_since(&self) -> Option<Timestamp> {
+        self.unclaimed_since
+    }
+
+    /// When rule 10's claim clock reaches `dead_hub_after`, if it runs: the rule's outcome
+    /// may change then with no read or event to show it, so a read must come by then.
+    pub fn quiet_at(&self) -> Option<Timestamp> {
+        let bound = self.liveness.dead_hub_after?;
+        self.unclaimed_since?.checked_add(bound).ok()
     }
 
     /// The established hub has not answered since `since`, as an earlier run of the sidecar
@@ -631,7 +828,7 @@ impl Resolver {
         now: Timestamp,
         claims: &[Usable<'v>],
         verdicts: &[(HubId, &Verdict)],
-        dead_hub: &mut Option<HubId>,
+        dead_hub: &mut Option<(HubId, Quiet)>,
     ) -> Aim<'v> {
         let winner = self.winner(claims);
         match (self.established, winner) {
@@ -764,14 +961,20 @@ impl Resolver {
 
     /// Rule 5: the basis moves forward to the freshest claim naming the established hub.
     fn advance_basis(&mut self, claims: &[Usable<'_>]) {
-        for u in claims.iter().filter(|u| Some(u.target) == self.established) {
-            if self
-                .basis
-                .as_ref()
-                .is_none_or(|b| freshness(u.claim, b) == Ordering::Greater)
-            {
-                self.basis = Some(u.claim.clone());
-            }
+        let established = self.established;
+        for u in claims.iter().filter(|u| Some(u.target) == established) {
+            self.advance_basis_to(u.claim);
+        }
+    }
+
+    /// Rule 5: `claim`, naming the established hub, read or shown by a watch.
+    fn advance_basis_to(&mut self, claim: &Claim) {
+        if self
+            .basis
+            .as_ref()
+            .is_none_or(|b| freshness(claim, b) == Ordering::Greater)
+        {
+            self.basis = Some(claim.clone());
         }
     }
 
@@ -822,20 +1025,42 @@ impl Resolver {
         claim: &Claim,
         claims: &[Usable<'_>],
         verdicts: &[(HubId, &Verdict)],
-        dead_hub: &mut Option<HubId>,
+        dead_hub: &mut Option<(HubId, Quiet)>,
     ) -> Option<Hold> {
         let self_claimed = claims
             .iter()
             .any(|u| u.reporter == w.hub && u.target == w.hub);
         let basis_hold = self.basis_hold(w, claim);
-        let basis_hold = match basis_hold {
-            Some(_) if self_claimed && self.established_is_dead(now) => {
-                *dead_hub = self.established;
+        let quiet = self.established_is_quiet(now);
+        let basis_hold = match (basis_hold, quiet, self.established) {
+            (Some(_), Some(quiet), Some(e)) if self_claimed => {
+                *dead_hub = Some((e, quiet));
                 None
             }
-            other => other,
+            (other, _, _) => other,
         };
         if let Some(h) = basis_hold {
+            // Both controllers still publish: the winner's claim was written after the move,
+            // and the worker's hub claims itself at the same epoch. The basis holds the worker,
+            // and the split brain is said for as long as it lasts.
+            let written_since = self
+                .decided_on
+                .as_ref()
+                .is_none_or(|d| freshness(claim, d) == Ordering::Greater);
+            if matches!(h, Hold::NotFresherThanBasis { .. }) && self_claimed && written_since {
+                if let Some(e) = self.established_claims_itself_at(claim, claims, verdicts) {
+                    let moved_at = self.moved_at.unwrap_or(now);
+                    let until = moved_at
+                        .checked_add(self.liveness.split_brain_window)
+                        .unwrap_or(now)
+                        .max(now);
+                    return Some(Hold::SplitBrain {
+                        established: e,
+                        moved_at,
+                        until,
+                    });
+                }
+            }
             return Some(h);
         }
         // Rule 10's floor: the claim a silent hub was left with does not take the worker back.
@@ -884,12 +1109,31 @@ impl Resolver {
         claims: &[Usable<'_>],
         verdicts: &[(HubId, &Verdict)],
     ) -> Option<Hold> {
-        let e = self.established?;
         let moved_at = self.moved_at?;
         let until = moved_at
             .checked_add(self.liveness.split_brain_window)
             .ok()?;
         if now >= until {
+            return None;
+        }
+        let e = self.established_claims_itself_at(claim, claims, verdicts)?;
+        Some(Hold::SplitBrain {
+            established: e,
+            moved_at,
+            until,
+        })
+    }
+
+    /// Rule 11: the established hub, when what it says of itself is a claim at `claim`'s epoch.
+    /// With the window off (zero) no split brain is told.
+    fn established_claims_itself_at(
+        &self,
+        claim: &Claim,
+        claims: &[Usable<'_>],
+        verdicts: &[(HubId, &Verdict)],
+    ) -> Option<HubId> {
+        let e = self.established?;
+        if self.liveness.split_brain_window.is_zero() {
             return None;
         }
         // What the established hub says of itself: its claim this round, or, when it shows none
@@ -906,11 +1150,7 @@ impl Resolver {
             }
             _ => None,
         }?;
-        (own.epoch == claim.epoch).then_some(Hold::SplitBrain {
-            established: e,
-            moved_at,
-            until,
-        })
+        (own.epoch == claim.epoch).then_some(e)
     }
 
     fn establish(
@@ -929,7 +1169,10 @@ impl Resolver {
         }
         self.established = Some(w.hub);
         self.silent_since = None;
+        self.unclaimed_since = None;
+        self.republishing = Republishing::from(self.names(claim, w.hub));
         self.basis = claim.cloned();
+        self.decided_on = claim.cloned();
         self.pending = None;
         self.outranked_by.clear();
         let reason = match (reason, self.first_unpublished) {
@@ -997,12 +1240,8 @@ impl Resolver {
             let Verdict::Claim(claim) = verdict else {
                 continue;
             };
-            if let Some(at) = claim
-                .last_updated
-                .filter(|at| claim.epoch.is_none() && at.duration_since(now) > MAX_FUTURE_SKEW)
-            {
-                let detail = format!("status.activeController.lastUpdated {at} is more than {MAX_FUTURE_SKEW:#} ahead of this clock ({now}), and the claim carries no epoch");
-                ahead.push((reporter, ProbeError::new(ErrorReason::BadResponse, detail)));
+            if let Some(e) = too_far_ahead(claim, now) {
+                ahead.push((reporter, e));
                 continue;
             }
             match Candidate::of(claim, &self.hubs) {
@@ -1067,6 +1306,15 @@ enum Aim<'v> {
         claim: Option<&'v Claim>,
         by: Option<Kind>,
     },
+}
+
+/// Why `claim` has no say at `now` for its date (rule 3), if it has none.
+fn too_far_ahead(claim: &Claim, now: Timestamp) -> Option<ProbeError> {
+    let at = claim
+        .last_updated
+        .filter(|at| claim.epoch.is_none() && at.duration_since(now) > MAX_FUTURE_SKEW)?;
+    let detail = format!("status.activeController.lastUpdated {at} is more than {MAX_FUTURE_SKEW:#} ahead of this clock ({now}), and the claim carries no epoch");
+    Some(ProbeError::new(ErrorReason::BadResponse, detail))
 }
 
 /// Why `hub` did not answer this round, if it did not (no verdict counts as a timeout).
@@ -2110,24 +2358,27 @@ mod tests {
 }
 
 #[cfg(test)]
+mod real_hub;
+
+#[cfg(test)]
 mod liveness {
     //! Rules 10 to 12, round by round on a virtual clock: one round a second.
     use super::*;
     use crate::verdict::{ErrorReason, ProbeError};
 
-    const P: HubId = HubId::PRIMARY;
-    const S: HubId = HubId::SECONDARY;
-    const A: &str = "https://10.1.80.11:6443";
-    const B: &str = "https://10.1.80.12:6443";
+    pub(super) const P: HubId = HubId::PRIMARY;
+    pub(super) const S: HubId = HubId::SECONDARY;
+    pub(super) const A: &str = "https://10.1.80.11:6443";
+    pub(super) const B: &str = "https://10.1.80.12:6443";
 
-    const BOUNDS: Liveness = Liveness {
+    pub(super) const BOUNDS: Liveness = Liveness {
         dead_hub_after: Some(SignedDuration::from_secs(180)),
         split_brain_window: SignedDuration::from_secs(300),
         default_after: SignedDuration::from_secs(30),
     };
 
     /// The clock at second `t` of the run.
-    fn t(secs: i64) -> Timestamp {
+    pub(super) fn t(secs: i64) -> Timestamp {
         Timestamp::from_second(1_800_000_000 + secs).unwrap()
     }
 
@@ -2193,7 +2444,7 @@ mod liveness {
                 );
                 assert_eq!(step.dead_hub, None);
             } else {
-                assert_eq!(step.dead_hub, Some(P), "second {at}");
+                assert_eq!(step.dead_hub, Some((P, Quiet::NoAnswer)), "second {at}");
             }
             if let Some((hub, reason)) = moved(&step) {
                 assert_eq!((hub, reason), (S, Reason::Switch));
@@ -2411,7 +2662,7 @@ mod liveness {
         let Verdict::Claim(mirror) = claim(A, None, 61) else {
             unreachable!()
         };
-        r.witness(S, &mirror);
+        r.witness(S, &mirror, t(61));
         let step = round(&mut r, 61, &a, &Verdict::NoClaim);
         assert_eq!(moved(&step), Some((P, Reason::Switch)));
     }
@@ -2428,7 +2679,7 @@ mod liveness {
         let Verdict::Claim(own) = claim(B, Some(8), 3) else {
             unreachable!()
         };
-        r.witness(S, &own);
+        r.witness(S, &own, t(3));
         let step = round(&mut r, 4, &claim(A, Some(8), 4), &Verdict::NoClaim);
         assert_eq!(step.held.map(|h| h.why.reason()), Some("split_brain"));
     }

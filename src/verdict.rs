@@ -119,6 +119,13 @@ impl Verdict {
     pub fn answered(&self) -> bool {
         !matches!(self, Verdict::Error(_))
     }
+
+    /// Whether the hub was heard at all: any HTTP answer (429, 503, 401 included), or a
+    /// refused credential. Only a read that got no answer (a timeout, a refused or reset
+    /// connection) is silence, for rule 10: a hub that sheds load or refuses us is alive.
+    pub fn heard(&self) -> bool {
+        !matches!(self, Verdict::Error(e) if e.reason.is_silence())
+    }
 }
 
 /// Why a hub has no say this round. `detail` is for people; it never holds a credential.
@@ -163,6 +170,11 @@ impl ErrorReason {
         ErrorReason::BadResponse,
         ErrorReason::Credentials,
     ];
+
+    /// No answer at all: the hub may be dead (rule 10). Every other reason is an answer.
+    pub fn is_silence(self) -> bool {
+        matches!(self, ErrorReason::Timeout | ErrorReason::Connect)
+    }
 
     /// The hub refused us for who we are, or we could not say it: the worker, started with the
     /// same token and CA files, would be refused there too.

@@ -404,7 +404,7 @@ fn run(seed: u64, rule: Rule, verbose: bool) -> Result<(), String> {
         let verdicts = world.step(t, worker);
         let clock = Timestamp::from_second(T0 + t.as_secs() as i64).unwrap();
         for (h, v) in verdicts.iter().enumerate() {
-            if v.answered() {
+            if v.heard() {
                 answered_at[h] = t;
             }
         }
@@ -429,7 +429,17 @@ fn run(seed: u64, rule: Rule, verbose: bool) -> Result<(), String> {
         if let Some(e) = resolver.established() {
             if let Some(d) = world.declared[idx(e)].as_ref().filter(|_| world.up[idx(e)]) {
                 if let Verdict::Claim(c) = d.verdict() {
-                    resolver.witness(e, &c);
+                    resolver.witness(e, &c, clock);
+                    // What a watch shows is evidence as a read is: a claim naming the
+                    // worker's hub moves the basis forward (rule 5).
+                    let shown = Verdict::Claim(c.clone());
+                    if usable(&[shown], clock).iter().any(|(h, _)| *h == e)
+                        && floor
+                            .as_ref()
+                            .is_none_or(|f| freshness(&c, f) == Ordering::Greater)
+                    {
+                        floor = Some(c);
+                    }
                 }
             }
         }

@@ -110,7 +110,7 @@ struct RoundLeft {
     left: pace::Left,
     split_brain: bool,
     held: Option<Held>,
-    dead_hub: Option<HubId>,
+    dead_hub: Option<(HubId, crate::resolver::Quiet)>,
     decided: Option<HubId>,
     undecided_until: Option<Timestamp>,
     now: Timestamp,
@@ -409,11 +409,14 @@ impl Core {
         let verdicts: Vec<(HubId, &Verdict)> = probes.iter().map(|p| (p.hub, &p.verdict)).collect();
         let pending_before = self.resolver.pending().cloned();
         self.expire_overrides(now);
-        // What the watches saw since the last round, erased or not: the claim the worker's
-        // own hub showed last is what a split brain is told by (rule 11).
+        // What the watches saw since the last round, erased or not, is evidence as a read is:
+        // it moves the basis, tells a split brain (rule 11), keeps rule 10's claim clock and
+        // decides a startup. It is dated by this round: news starts a round at once.
+        let vouching: Vec<HubId> = watched.iter().map(|(h, _)| *h).collect();
+        self.resolver.watches_vouch_for(&vouching);
         for (hub, n, claim) in shown {
             if self.witnessed.insert(*hub, *n) != Some(*n) {
-                self.resolver.witness(*hub, claim);
+                self.resolver.witness(*hub, claim, now);
             }
         }
         let steer = self.steer();
@@ -482,6 +485,11 @@ impl Core {
         });
         self.note_rejections(&step.rejected, &answers);
         self.note_stale(&step.stale);
+        self.metrics.active_hub_unclaimed_since.set(
+            self.resolver
+                .unclaimed_since()
+                .map_or(0.0, |at| at.as_millisecond() as f64 / 1000.0),
+        );
         let decided = step.decision.as_ref().map(|d| d.hub);
         if let Some(decision) = step.decision {
             // What made it, as it stood this round: it may end before the write succeeds.
@@ -657,6 +665,10 @@ impl Core {
         let mut left = round.left;
         left.settled = round.settled && self.unpublished.is_none() && !self.writes.basis_failed;
         left.paused_until = paused_until;
+        left.due = self.resolver.quiet_at().map(|at| {
+            let wait = at.duration_since(round.now);
+            started + std::time::Duration::try_from(wait).unwrap_or_default()
+        });
         self.note_split_brain(round.split_brain, round.held.as_ref());
         self.note_dead_hub(
             round.dead_hub,
@@ -1085,10 +1097,11 @@ mod tests {
     }
 
     #[test]
-    fn a_split_brain_the_worker_erases_moves_it_once_per_window_and_is_said_once() {
+    fn a_split_brain_the_worker_erases_holds_it_where_it_is_and_is_said_once() {
         // Both controllers claim themselves at one epoch, and the worker erases the claim on
         // the hub it is on: the reads see only the other hub's claim, the watch saw both.
-        // Each controller republishes its claim every round.
+        // Each controller republishes its claim every round. The watch shows the worker's hub
+        // claiming itself, so the basis follows its republishes and the worker is never moved.
         let mut r = run(&["--split-brain-window", "5m"]);
         let t = r.now;
         r.round(claim(A, Some(3), t), claim(A, Some(3), t));
@@ -1117,7 +1130,7 @@ mod tests {
                 .filter(|h| h.reason == Reason::Switch)
                 .count();
         }
-        assert_eq!(switches, 1, "switches in 2 minutes of split brain");
+        assert_eq!(switches, 0, "switches in 2 minutes of split brain");
         assert_eq!(r.core.metrics.split_brain.get(), 1);
         let events = r.events();
         assert_eq!(
@@ -1125,6 +1138,46 @@ mod tests {
             1,
             "{events:?}"
         );
+    }
+
+    #[test]
+    fn the_claim_clock_of_the_worker_s_hub_is_a_metric_once_its_controller_republishes() {
+        // A's controller republishes each claim the worker erases: its watch shows two, then
+        // none while A answers without a claim, its watch vouching. The gauge holds the time
+        // the clock started, and falls to 0 at A's next claim for itself.
+        let mut r = run(&[]);
+        let gauge = |r: &Run| r.core.metrics.active_hub_unclaimed_since.get();
+        let t = r.now;
+        r.round(claim(A, None, t), Verdict::NoClaim);
+        r.watched = vec![(HubId::PRIMARY, vouching("1", 0))];
+        let own = |at| match claim(A, None, at) {
+            Verdict::Claim(c) => c,
+            _ => unreachable!("a claim"),
+        };
+        r.round(Verdict::NoClaim, Verdict::NoClaim);
+        assert_eq!(gauge(&r), 0.0, "a controller not yet seen republishing");
+        r.round_seen(
+            Verdict::NoClaim,
+            Verdict::NoClaim,
+            &[(HubId::PRIMARY, 1, own(r.now))],
+        );
+        assert_eq!(
+            gauge(&r),
+            r.now.as_second() as f64,
+            "from the first round without one"
+        );
+        let started = r.now;
+        r.round(Verdict::NoClaim, Verdict::NoClaim);
+        assert_eq!(gauge(&r), started.as_second() as f64);
+        r.round_seen(
+            Verdict::NoClaim,
+            Verdict::NoClaim,
+            &[(HubId::PRIMARY, 2, own(r.now))],
+        );
+        assert_eq!(gauge(&r), r.now.as_second() as f64, "started again");
+        r.watched = Vec::new();
+        r.round(Verdict::NoClaim, Verdict::NoClaim);
+        assert_eq!(gauge(&r), 0.0, "a watch that does not vouch: unknown");
     }
 
     #[test]

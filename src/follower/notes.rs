@@ -6,7 +6,7 @@ use super::core::Core;
 use crate::claim::Claim;
 use crate::events::Fact;
 use crate::hub::Probe;
-use crate::resolver::{Held, Hold};
+use crate::resolver::{Held, Hold, Quiet};
 use crate::state::{ClaimView, HeldView, SeenClaim};
 use crate::verdict::{HubId, Verdict};
 
@@ -240,20 +240,28 @@ impl Core {
 
     /// Says, once each time it starts, that a silent hub's basis no longer holds the worker
     /// on it (rule 10).
-    pub(super) fn note_dead_hub(&mut self, dead: Option<HubId>, to: Option<HubId>) {
-        let was = std::mem::replace(&mut self.leaving_silent, dead);
-        let (Some(hub), Some(to)) = (dead, to) else {
+    pub(super) fn note_dead_hub(&mut self, dead: Option<(HubId, Quiet)>, to: Option<HubId>) {
+        let was = std::mem::replace(&mut self.leaving_silent, dead.map(|(h, _)| h));
+        let (Some((hub, quiet)), Some(to)) = (dead, to) else {
             return;
         };
         if was == Some(hub) {
             return;
         }
         let silent_for = humantime::format_duration(self.config.dead_hub_after).to_string();
-        tracing::warn!(hub = %hub, to = %to, silent_for = %silent_for, "the worker's hub has not answered for --dead-hub-after: a claim another hub makes for itself moves the worker although it is not fresher than the basis");
+        match quiet {
+            Quiet::NoAnswer => {
+                tracing::warn!(hub = %hub, to = %to, silent_for = %silent_for, "the worker's hub has not answered for --dead-hub-after: a claim another hub makes for itself moves the worker although it is not fresher than the basis")
+            }
+            Quiet::NoClaim => {
+                tracing::warn!(hub = %hub, to = %to, silent_for = %silent_for, "the worker's hub has answered, its watch up, but shown no claim for itself for --dead-hub-after: its controller has stopped publishing, so a claim another hub makes for itself moves the worker although it is not fresher than the basis")
+            }
+        }
         self.events.send(Fact::LeavingSilentHub {
             hub,
             to,
             silent_for,
+            quiet: quiet.what(),
         });
     }
 

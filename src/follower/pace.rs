@@ -55,6 +55,9 @@ pub(super) struct Left {
     pub gives_back: bool,
     /// When the last hub that asked for a pause (`Retry-After`) may be read again.
     pub paused_until: Option<Instant>,
+    /// When the rule's outcome may change with time alone although the round was settled:
+    /// rule 10's claim clock reaching `--dead-hub-after`. The first tick from then reads.
+    pub due: Option<Instant>,
 }
 
 /// The pace of the reads. Reads come every `--poll-interval`; every `--confirm-interval`
@@ -75,6 +78,8 @@ pub(super) struct Pacer {
     settled: bool,
     /// A switch was pending after the last round.
     pending: bool,
+    /// [`Left::due`] of the last round.
+    due: Option<Instant>,
     quick_retry: QuickRetry,
     /// The span N confirming rounds take: news that comes while every watch vouches is read
     /// once, this long after it, and that read can stand for all N (`Core::watches_vouch`).
@@ -92,6 +97,7 @@ impl Pacer {
             last_read: None,
             settled: false,
             pending: false,
+            due: None,
             quick_retry: QuickRetry::default(),
             vouched_span: Duration::ZERO,
         }
@@ -149,13 +155,17 @@ impl Pacer {
         if now < self.next_tick {
             return Act::Sleep;
         }
-        if tick_reads(
-            now,
-            self.last_read,
-            self.relaxed(vouched),
-            self.poll,
-            self.watched,
-        ) {
+        // Counted to the nearest tick, as the watched interval is.
+        let due = self.due.is_some_and(|d| now + self.poll / 2 >= d);
+        if due
+            || tick_reads(
+                now,
+                self.last_read,
+                self.relaxed(vouched),
+                self.poll,
+                self.watched,
+            )
+        {
             return Act::Read;
         }
         // After a long stall (a suspended process), the next tick is a poll interval from
@@ -173,6 +183,7 @@ impl Pacer {
         self.last_read = Some(started);
         self.settled = left.settled;
         self.pending = left.pending;
+        self.due = left.due;
         let quick = self
             .quick_retry
             .after_round(left.unfinished.clone(), left.gives_back);
@@ -657,14 +668,16 @@ mod tests {
         let mut p = pacer(t0);
         p.round_done(t0, quiet());
         assert!(p.relaxed(true));
+        assert_eq!(settled_reads(&mut p, t0, 24), vec![12, 24]);
+    }
+
+    /// The ticks among the next `ticks` that read, each read leaving a settled round; a tick
+    /// comes every poll interval from `t0`, read or not.
+    fn settled_reads(p: &mut Pacer, t0: Instant, ticks: u32) -> Vec<u32> {
         let mut reads = Vec::new();
-        for k in 1..=24u32 {
+        for k in 1..=ticks {
             let now = p.poll_at();
-            assert_eq!(
-                now,
-                t0 + POLL * k,
-                "a tick every poll interval, read or not"
-            );
+            assert_eq!(now, t0 + POLL * k, "a tick every poll interval");
             match p.on_wake(now, Wake::Timer, false, true) {
                 Act::Read => {
                     reads.push(k);
@@ -674,7 +687,24 @@ mod tests {
                 other => panic!("tick {k}: {other:?}"),
             }
         }
-        assert_eq!(reads, vec![12, 24]);
+        reads
+    }
+
+    #[test]
+    fn a_settled_round_with_a_due_time_is_read_again_at_the_first_tick_from_then() {
+        // Rule 10's claim clock reaches --dead-hub-after 35 s after the read: the ticks skip
+        // until the one nearest it (30 s, within half a poll interval), not for 120 s.
+        let t0 = Instant::now();
+        let mut p = pacer(t0);
+        p.round_done(
+            t0,
+            Left {
+                due: Some(t0 + ms(35_000)),
+                ..quiet()
+            },
+        );
+        assert!(p.relaxed(true));
+        assert_eq!(settled_reads(&mut p, t0, 6), vec![3]);
     }
 
     #[test]

@@ -233,6 +233,9 @@ struct World {
     cold_until: usize,
     death_at: Option<usize>,
     split_at: Option<usize>,
+    /// Every watch is down through the split brain: the worker's hub's claims, which it
+    /// erases, reach the core only through its reads, and only rule 11's window holds.
+    split_unwatched: bool,
     pin: Option<(usize, usize)>,
     /// A drain: from a round, for 60 rounds, of a hub (never in a world with a pin).
     drain: Option<(usize, usize)>,
@@ -259,6 +262,7 @@ impl World {
         let past_pin =
             (pin.is_none() && rng.chance(0.2)).then(|| (40 + rng.below(400), rng.below(k)));
         let restarts = if rng.chance(0.2) { 0.04 } else { 0.01 };
+        let split_unwatched = split_at.is_some() && rng.chance(0.5);
         Self {
             k,
             epochs,
@@ -276,6 +280,7 @@ impl World {
             cold_until,
             death_at,
             split_at,
+            split_unwatched,
             pin,
             drain,
             past_pin,
@@ -325,7 +330,11 @@ impl World {
             o.stalled = o.stalled.saturating_sub(1);
             o.dead = o.dead.saturating_sub(1);
             o.catch_up(self.clock);
-            if self.down[h] != 0 {
+            let unwatched_split = self.split_unwatched
+                && self
+                    .split_at
+                    .is_some_and(|s| (s..s + SPLIT_ROUNDS).contains(&round));
+            if self.down[h] != 0 || unwatched_split {
                 o.dead = o.dead.max(1);
             }
             if self.rng.chance(0.02) {
@@ -489,8 +498,11 @@ fn run(seed: u64, bent: Bent, verbose: bool) -> Result<u64, String> {
         for (h, hub) in hubs.iter().copied().enumerate() {
             let verdict = if world.up(h) {
                 let claim = world.claim(h, now);
-                world.shown[h] += 1;
-                shown.push((hub, world.shown[h], claim.clone()));
+                // A dead watch shows nothing.
+                if world.objects[h].dead == 0 {
+                    world.shown[h] += 1;
+                    shown.push((hub, world.shown[h], claim.clone()));
+                }
                 answered_now.push(h);
                 let key = claim.last_updated.map(|t| (world.names[h], claim.epoch, t));
                 if world.objects[h].key != key || world.objects[h].since.is_none() {

@@ -29,6 +29,8 @@ on every label (`hub` and the target labels). HubFollowerSwitchHeld leaves out t
 holds that are not a fault: older_than_basis is the steady state after a failover while
 the old hub keeps its stale claim (a dead hub under the worker is
 HubFollowerActiveHubUnreachable's), and split_brain is HubFollowerSplitBrain's.
+HubFollowerActiveHubNotClaiming is the hub the worker is on answering, its watch up, with
+no claim for itself after its controller was seen republishing: its controller stopped.
 */}}
 {{- define "hub-follower.prometheusRule" -}}
 {{- $hf := .Values.hubFollower -}}
@@ -124,8 +126,30 @@ spec:
             {{- end }}
           annotations:
             summary: {{ `hub-follower cannot reach the {{ $labels.hub }} hub, the one the worker is on.` | quote }}
-            description: {{ printf "No probe by {{ $labels.namespace }}/{{ $labels.pod }} of the {{ $labels.hub }} hub, the one its worker is on, has succeeded in the last %ds, and that has held for %s. Once that hub has failed every read for deadHubAfter (%s), a claim of another hub by itself moves the worker even if it is not fresher than the current decision's." ($stale | int64) $rule.for.activeHubUnreachable $hf.deadHubAfter | quote }}
+            description: {{ printf "No probe by {{ $labels.namespace }}/{{ $labels.pod }} of the {{ $labels.hub }} hub, the one its worker is on, has succeeded in the last %ds, and that has held for %s. Once that hub has answered no read for deadHubAfter (%s), a claim of another hub by itself moves the worker even if it is not fresher than the current decision's." ($stale | int64) $rule.for.activeHubUnreachable $hf.deadHubAfter | quote }}
             runbook_url: {{ printf "%s#hubfolloweractivehubunreachable" $base }}
+        # The hub the worker is on answers, its watch up, but has shown no claim for itself
+        # (read or watched) for more than 60s, after its controller was seen republishing
+        # (KubeSlice's own rewrites its erased claim every 30s): its controller has stopped.
+        # The gauge is the claim clock's start, 0 while it does not run. At the defaults
+        # (for.activeHubNotClaiming 1m) it fires 2m after the last claim plus up to one
+        # evaluation interval, before deadHubAfter (3m) lets a claim another hub makes for
+        # itself move the worker although it is not fresher than the current decision's.
+        - alert: HubFollowerActiveHubNotClaiming
+          expr: |
+            (time() - kubeslice_worker_hub_active_hub_unclaimed_since_timestamp_seconds) > 60
+            and
+            (kubeslice_worker_hub_active_hub_unclaimed_since_timestamp_seconds > 0)
+          for: {{ $rule.for.activeHubNotClaiming }}
+          labels:
+            severity: critical
+            {{- with $rule.alertLabels }}
+            {{- toYaml . | nindent 12 }}
+            {{- end }}
+          annotations:
+            summary: hub-follower sees no claim from the controller of the hub the worker is on.
+            description: {{ printf "The hub that {{ $labels.namespace }}/{{ $labels.pod }}'s worker is on answers, and its watch is up, but it has shown no claim for itself for more than 60s, and that has held for %s, although its controller rewrote its claim before; the controller has stopped publishing. After deadHubAfter (%s) without one, a claim another hub makes for itself moves the worker even if it is not fresher than the current decision's." $rule.for.activeHubNotClaiming $hf.deadHubAfter | quote }}
+            runbook_url: {{ printf "%s#hubfolloweractivehubnotclaiming" $base }}
         # A restart after a switch that was not confirmed: the worker may still be
         # talking to the old hub.
         - alert: HubFollowerWorkerRestartUnverified
