@@ -7,7 +7,7 @@ pub mod credential;
 
 use crate::config::{Config, OutputFormat};
 use crate::handoff;
-use crate::hub::{probe_all, HubClient};
+use crate::hub::{probe_all, ClaimField, HubClient};
 use crate::resolver::Resolver;
 use crate::state::HubView;
 use crate::verdict::{HubId, Verdict};
@@ -23,6 +23,30 @@ pub struct Report {
     pub published: Option<handoff::Handoff>,
     /// Some hub answered.
     pub usable: bool,
+    /// What is wrong beyond one hub, and how to fix it.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub problems: Vec<ReportProblem>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ReportProblem {
+    pub problem: &'static str,
+    pub fix: String,
+}
+
+/// Every hub answered without a claim, and the published decision rests on none (or there is
+/// none): nothing this sidecar could follow has ever been seen.
+fn no_claim(
+    config: &Config,
+    probes: &[crate::hub::Probe],
+    published: Option<&handoff::Handoff>,
+) -> Option<ReportProblem> {
+    let unclaimed = probes.iter().all(|p| matches!(p.verdict, Verdict::NoClaim));
+    let rests_on_none = published.is_none_or(|h| h.basis.is_none());
+    (config.hubs.len() >= 2 && unclaimed && rests_on_none).then(|| ReportProblem {
+        problem: "no_claim",
+        fix: "no hub shows status.activeController, and the published decision rests on no claim. Either the controllers do not run in HA mode (no controller publishes the claim), or a hub's Cluster CRD does not declare status.activeController, so its API server drops the field: install the CRD that declares it. Until then the worker follows no failover. See docs/operations.md#no-hub-shows-a-claim".into(),
+    })
 }
 
 #[derive(Debug, Serialize)]
@@ -33,6 +57,10 @@ pub struct HubReport {
     /// What is wrong with this hub's credential or registration, and how to fix it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub credential: Option<Advice>,
+    /// Whether the hub's Cluster CRD declares `status.activeController` (`declared`,
+    /// `not_declared`, `unknown`), for a hub that answered.
+    #[serde(rename = "claimField", skip_serializing_if = "Option::is_none")]
+    pub claim_field: Option<&'static str>,
 }
 
 #[derive(Debug, Serialize)]
@@ -45,6 +73,15 @@ pub struct DecisionView {
 pub async fn run(config: &Config) -> Report {
     let mut clients = HubClient::for_config(config);
     let mut probes = probe_all(&mut clients).await;
+    // For each hub that answered, whether its CRD keeps the claim at all.
+    let mut fields = Vec::new();
+    for (client, probe) in clients.iter_mut().zip(&probes) {
+        let field = match probe.verdict.answered() {
+            true => Some(client.claim_field().await),
+            false => None,
+        };
+        fields.push((probe.hub, field));
+    }
     let now = jiff::Timestamp::now();
     let mut resolver = Resolver::new(config.endpoints(), config.confirmations);
     let verdicts: Vec<(HubId, &Verdict)> = probes.iter().map(|p| (p.hub, &p.verdict)).collect();
@@ -81,17 +118,33 @@ pub async fn run(config: &Config) -> Report {
             }
             _ => None,
         };
+        let field = fields
+            .iter()
+            .find(|(hub, _)| *hub == p.hub)
+            .and_then(|(_, f)| f.clone());
         hubs.push(HubReport {
             hub: p.hub,
             view: HubView::new(&h.raw_endpoint, p, now, None),
             credential,
+            claim_field: field.as_ref().map(ClaimField::as_str),
         });
     }
+    let mut problems: Vec<ReportProblem> = fields
+        .iter()
+        .filter(|(_, f)| *f == Some(ClaimField::NotDeclared))
+        .map(|(hub, _)| ReportProblem {
+            problem: "crd_drops_claim",
+            fix: format!("the {hub} hub's Cluster CRD (clusters.controller.kubeslice.io) does not declare status.activeController, so its API server drops the claim from every write, and no read or watch can show it: install the CRD that declares it. See docs/operations.md#the-cluster-crd-declares-the-field"),
+        })
+        .collect();
+    let published = handoff::read(&config.handoff_dir).ok().flatten();
+    problems.extend(no_claim(config, &probes, published.as_ref()));
     Report {
         hubs,
         decision,
-        published: handoff::read(&config.handoff_dir).ok().flatten(),
+        published,
         usable: probes.iter().any(|p| p.verdict.answered()),
+        problems,
     }
 }
 
@@ -154,6 +207,9 @@ pub fn render(report: &Report, format: OutputFormat) -> String {
             }
             if !report.usable {
                 out.push_str("no hub answered\n");
+            }
+            for p in &report.problems {
+                out.push_str(&format!("{}: {}\n", p.problem, p.fix));
             }
             out
         }

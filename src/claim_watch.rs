@@ -21,6 +21,7 @@ use tokio::sync::{watch, Notify};
 use tokio::time::Instant;
 
 use crate::claim::{bounded_resource_version, parse_cluster, Claim, Endpoint};
+use crate::hub::truncate;
 use crate::metrics::Metrics;
 use crate::resolver::Candidate;
 use crate::verdict::HubId;
@@ -67,14 +68,15 @@ pub struct WatchView {
 /// at equal or absent epochs `lastUpdated` decides which claim wins, so a republish could
 /// change the winner that N reads would each have seen. None before a list and while the
 /// object does not exist. Kept across a failure: the watch resumes from the last
-/// resourceVersion and shows every write made meanwhile (a 410 Gone lists afresh), and a read
-/// counts as vouched for only if it returns the very version the watch last showed.
+/// resourceVersion and shows every write made meanwhile (a 410 Gone, or failures in a row,
+/// list afresh), and a read counts as vouched for only if it returns the very version the
+/// watch last showed, with the very claim.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Tracked {
     pub resource_version: String,
     pub since: Instant,
     /// The claim every event since `since` has shown; none for no claim.
-    held: Option<Claim>,
+    pub held: Option<Claim>,
 }
 
 impl WatchView {
@@ -121,8 +123,17 @@ impl Closely {
     }
 }
 
+/// The most of a failure's text that `/status` and the logs show: a hub's answer is cut.
+const MAX_ERROR_CHARS: usize = 500;
+
 /// After a list that got no answer, the pause before the watch starts over.
 const LIST_RETRY: Duration = Duration::from_secs(10);
+
+/// Watches that fail this many times in a row from the same resourceVersion, with nothing
+/// delivered, end in a new list: a watch ahead of an etcd restored from a backup, or a
+/// version the API server no longer serves without saying `410 Gone`, never recovers by
+/// watching again from it. client-go lists again after any such failure.
+const RELIST_AFTER: u32 = 3;
 
 /// What a claim change is compared on: the candidate, as the resolver compares it (without
 /// `lastUpdated`, which the Active republishes on a timer). A claim naming an unconfigured
@@ -204,13 +215,24 @@ impl HubWatch {
         let mut last: Option<Seen> = None;
         let mut version: Option<String> = None;
         let mut backoff = Backoff::default();
+        // Watches from `version` that failed in a row, with nothing delivered.
+        let mut failed_in_a_row: u32 = 0;
         // The last heartbeat; none after a failure, so only a new one vouches for the hub.
         let mut beat: Option<Instant> = None;
         loop {
+            if failed_in_a_row >= RELIST_AFTER && version.is_some() {
+                tracing::debug!(
+                    hub = self.hub.as_str(),
+                    failures = failed_in_a_row,
+                    "the watch failed from the same resourceVersion {RELIST_AFTER} times in a row; listing afresh"
+                );
+                version = None;
+            }
             let mut rv = match version.take() {
                 Some(rv) => rv,
                 None => match self.list(api, &fields).await {
                     Ok((seen, rv)) => {
+                        failed_in_a_row = 0;
                         self.compare(&mut last, seen);
                         rv
                     }
@@ -242,6 +264,7 @@ impl HubWatch {
                 Ok(stream) => stream,
                 Err((reason, detail)) => {
                     self.failed(reason, &detail, &mut beat);
+                    failed_in_a_row += 1;
                     version = (reason != "gone").then_some(rv);
                     tokio::time::sleep(backoff.next()).await;
                     continue;
@@ -252,6 +275,7 @@ impl HubWatch {
                 self.set(WatchState::Up, None);
             }
             let started = Instant::now();
+            let from = rv.clone();
             let mut stream = stream.boxed();
             let end = loop {
                 let silent_at = beat.map_or(started, |b| b.max(started)) + timeout + self.deadline;
@@ -307,6 +331,7 @@ impl HubWatch {
                 End::Timeout => {
                     self.beat(&mut beat);
                     backoff = Backoff::default();
+                    failed_in_a_row = 0;
                     version = Some(rv);
                 }
                 End::Gone => {
@@ -319,6 +344,8 @@ impl HubWatch {
                 }
                 End::Failed(reason, detail) => {
                     self.failed(reason, &detail, &mut beat);
+                    // A watch that moved on counts from its new version.
+                    failed_in_a_row = if rv == from { failed_in_a_row + 1 } else { 1 };
                     version = Some(rv);
                     tokio::time::sleep(backoff.next()).await;
                 }
@@ -449,6 +476,9 @@ impl HubWatch {
     /// watched and polling is back at `--poll-interval`. Logged once per run of failures.
     fn failed(&self, reason: &str, detail: &str, beat: &mut Option<Instant>) {
         let hub = self.hub.as_str();
+        // An error's text can carry what the hub answered: bounded, as a read's is.
+        let detail = truncate(detail, MAX_ERROR_CHARS);
+        let detail = detail.as_str();
         *beat = None;
         self.metrics
             .watch_restarts
@@ -491,8 +521,12 @@ impl HubWatch {
     }
 }
 
-/// client-go's watch back-off: 0.8 s doubling to 30 s, each pause stretched by up to 100 %
-/// at random so that a fleet does not retry in step; reset by a watch that lasted to its end.
+/// The longest pause between two attempts of a watch.
+const BACKOFF_CAP: Duration = Duration::from_secs(30);
+
+/// The watch's back-off, after client-go's: 0.8 s doubling, each pause stretched by up to
+/// 100 % at random so that a fleet does not retry in step, and never longer than 30 s (where
+/// client-go's jitter can reach 60 s); reset by a watch that lasted to its end.
 #[derive(Default)]
 struct Backoff {
     failures: u32,
@@ -500,11 +534,21 @@ struct Backoff {
 
 impl Backoff {
     fn next(&mut self) -> Duration {
-        let base = Duration::from_millis(800)
-            .saturating_mul(1 << self.failures.min(6))
-            .min(Duration::from_secs(30));
+        let pause = backoff_pause(self.failures, fastrand::f64());
         self.failures = self.failures.saturating_add(1);
-        base.mul_f64(1.0 + fastrand::f64())
+        pause
+    }
+}
+
+/// The pause after `failures` failures in a row, `jitter` in [0, 1): 0.8 s·2^failures
+/// stretched by `jitter`, or, where that passes 30 s, between 15 and 30 s: still spread.
+fn backoff_pause(failures: u32, jitter: f64) -> Duration {
+    let base = Duration::from_millis(800).saturating_mul(1 << failures.min(6));
+    let stretched = base.mul_f64(1.0 + jitter);
+    if stretched <= BACKOFF_CAP {
+        stretched
+    } else {
+        BACKOFF_CAP.mul_f64(0.5 + jitter / 2.0)
     }
 }
 
@@ -513,4 +557,32 @@ impl Backoff {
 fn claim_in(obj: &DynamicObject) -> Option<Claim> {
     let bytes = serde_json::to_vec(obj).ok()?;
     parse_cluster(&bytes).ok()?
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_back_off_doubles_from_0_8_s_and_never_passes_30_s() {
+        let jitters = [0.0, 0.25, 0.5, 0.75, 0.999_999];
+        for failures in 0..40 {
+            for jitter in jitters {
+                let pause = backoff_pause(failures, jitter);
+                assert!(
+                    pause <= BACKOFF_CAP,
+                    "{failures} failures, jitter {jitter}: {pause:?}"
+                );
+                assert!(
+                    pause >= Duration::from_millis(800),
+                    "{failures}, {jitter}: {pause:?}"
+                );
+            }
+        }
+        assert_eq!(backoff_pause(0, 0.0), Duration::from_millis(800));
+        assert_eq!(backoff_pause(2, 0.5), Duration::from_millis(4800));
+        // At the cap the pauses still spread, so that a fleet does not retry in step.
+        assert_eq!(backoff_pause(20, 0.0), Duration::from_secs(15));
+        assert!(backoff_pause(20, 0.999_999) > Duration::from_millis(29_999));
+    }
 }

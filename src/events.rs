@@ -104,6 +104,12 @@ pub enum Fact {
         /// What it has not done: [`crate::resolver::Quiet::what`].
         quiet: &'static str,
     },
+    /// No hub has shown a claim, read or watched, for `silent_for`: no controller publishes
+    /// in HA mode, or the hubs' Cluster CRD drops `status.activeController`. Nothing moves
+    /// the worker off its hub meanwhile.
+    NoClaimSeen {
+        silent_for: String,
+    },
     /// An operator's pin or drain took effect; `until` is RFC 3339.
     Steered {
         kind: SteerKind,
@@ -156,7 +162,10 @@ impl Fact {
             Fact::SplitBrain { other, .. } => Some(*other),
             Fact::LeavingSilentHub { hub, .. } => Some(*hub),
             Fact::Steered { hub, .. } | Fact::SteeringEnded { hub, .. } => Some(*hub),
-            Fact::Restart { .. } | Fact::AllRestarted { .. } | Fact::SteeringRefused { .. } => None,
+            Fact::Restart { .. }
+            | Fact::AllRestarted { .. }
+            | Fact::SteeringRefused { .. }
+            | Fact::NoClaimSeen { .. } => None,
         };
         (note.reason, hub)
     }
@@ -223,6 +232,10 @@ impl Fact {
             Fact::LeavingSilentHub { hub, to, silent_for, quiet } => (
                 Warning, "HubLeavingSilent", "Confirm",
                 format!("the {hub} hub, which the worker is on, {quiet} for {silent_for}: the {to} hub's claim for itself moves the worker, once confirmed, although it is not fresher than the claim the decision rests on (a controller whose epoch restarted, or whose clock is ahead)"),
+            ),
+            Fact::NoClaimSeen { silent_for } => (
+                Warning, "HubNoClaim", "Follow",
+                format!("no hub has shown a claim (status.activeController, read or watched) for {silent_for}: the controllers do not run in HA mode, or a hub's Cluster CRD does not declare status.activeController and its API server drops the field. The worker stays where it is and follows no failover: see docs/operations.md#no-hub-shows-a-claim"),
             ),
             Fact::Steered { kind: SteerKind::Pin, hub, until } => (
                 Normal, "HubPinned", "Steer",

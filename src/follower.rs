@@ -220,6 +220,7 @@ impl Follower {
                     *hub,
                     Watched {
                         resource_version: tracked.resource_version.clone(),
+                        claim: tracked.held.clone(),
                         held_for: now.saturating_duration_since(tracked.since),
                     },
                 ))

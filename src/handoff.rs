@@ -31,6 +31,12 @@ pub const MOVE_REQUEST_FILE: &str = "move-request.json";
 const DATA_LINK: &str = "..data";
 const FILES: [&str; 3] = [JSON_FILE, ENV_FILE, KUBECONFIG_FILE];
 
+/// The largest generation a handoff may carry: 2^53 − 1, exact in every JSON reader, and
+/// unreachable one decision at a time. The handoff folder is shared with the worker's
+/// container, so a larger one is refused: counting on from it would wrap, and the wrapper
+/// would take every later decision for an older one.
+pub const MAX_GENERATION: u64 = (1 << 53) - 1;
+
 /// The published decision: `active-hub.json`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -150,10 +156,18 @@ impl Handoff {
     }
 
     pub fn from_json(bytes: &[u8], path: &Path) -> Result<Self, HandoffError> {
-        serde_json::from_slice(bytes).map_err(|e| HandoffError::Format {
+        let format = |reason: String| HandoffError::Format {
             path: path.to_path_buf(),
-            reason: e.to_string(),
-        })
+            reason,
+        };
+        let handoff: Self = serde_json::from_slice(bytes).map_err(|e| format(e.to_string()))?;
+        if handoff.generation > MAX_GENERATION {
+            return Err(format(format!(
+                "generation: expected at most {MAX_GENERATION}, found {}",
+                handoff.generation
+            )));
+        }
+        Ok(handoff)
     }
 
     /// `active-hub.env`: `KEY='value'` lines that `sh` can source whatever the paths contain.
@@ -406,6 +420,7 @@ pub fn generation_on_disk(dir: &Path) -> Option<u64> {
             let rest = name.to_str()?.strip_prefix("..")?;
             rest.split_once('_')?.0.parse::<u64>().ok()
         })
+        .filter(|g| *g <= MAX_GENERATION)
         .max()
 }
 
@@ -747,6 +762,38 @@ mod tests {
         fs::write(dir.path().join(&version).join(JSON_FILE), b"garbage").unwrap();
         assert!(read(dir.path()).is_err());
         assert_eq!(generation_on_disk(dir.path()), Some(41));
+    }
+
+    #[test]
+    fn a_generation_past_the_largest_is_refused_naming_the_field() {
+        let dir = tempfile::tempdir().unwrap();
+        for (generation, ok) in [
+            (MAX_GENERATION, true),
+            (MAX_GENERATION + 1, false),
+            (u64::MAX, false),
+        ] {
+            let json = sample(7).to_json().replace(
+                "\"generation\": 7",
+                &format!("\"generation\": {generation}"),
+            );
+            fs::write(dir.path().join(JSON_FILE), json).unwrap();
+            match read(dir.path()) {
+                Ok(Some(h)) => assert!(ok && h.generation == generation, "{generation}"),
+                Err(e) => {
+                    assert!(!ok, "{generation}: {e}");
+                    assert!(
+                        e.to_string()
+                            .contains("generation: expected at most 9007199254740991"),
+                        "{e}"
+                    );
+                }
+                Ok(None) => panic!("{generation}: no handoff"),
+            }
+        }
+        // A version folder named past it does not count either.
+        fs::create_dir(dir.path().join(format!("..{}_1", u64::MAX))).unwrap();
+        fs::create_dir(dir.path().join("..12_1")).unwrap();
+        assert_eq!(generation_on_disk(dir.path()), Some(12));
     }
 
     #[test]

@@ -14,8 +14,11 @@ use rustls::pki_types::CertificateDer;
 use tokio::sync::watch;
 
 mod errors;
+mod schema;
 
+pub(crate) use errors::truncate;
 use errors::{body_error, classify, retry_after, status_error};
+pub use schema::ClaimField;
 
 use crate::claim::parse_cluster_versioned;
 use crate::config::HubConfig;
@@ -168,12 +171,10 @@ impl HubClient {
         // restart.
         self.refresh_token()?;
         let client = self.client()?;
-        let request = http::Request::get(self.path.as_str())
-            .header(ACCEPT, "application/json")
-            .body(Body::from(Vec::new()))
-            .map_err(|e| ProbeError::new(ErrorReason::BadResponse, e.to_string()))?;
-
-        let response = client.send(request).await.map_err(classify)?;
+        let response = client
+            .send(get_json_request(&self.path)?)
+            .await
+            .map_err(classify)?;
         let status = response.status();
         self.backoff_until = retry_after(status, response.headers()).map(|d| Instant::now() + d);
         let too_long = response
@@ -188,15 +189,7 @@ impl HubClient {
                 format!("answer of status {status} is larger than {MAX_BODY} bytes"),
             ));
         }
-        let body = Limited::new(response.into_body(), MAX_BODY)
-            .collect()
-            .await
-            .map_err(|e| body_error(e.as_ref()))?
-            .to_bytes();
-
-        if status != StatusCode::OK {
-            return Err(status_error(status, &body));
-        }
+        let body = ok_body(response, MAX_BODY).await?;
         match parse_cluster_versioned(&body) {
             Ok((Some(claim), version)) => Ok((Verdict::Claim(claim), version)),
             Ok((None, version)) => Ok((Verdict::NoClaim, version)),
@@ -255,6 +248,32 @@ impl HubClient {
         self.published.send_replace(Some(client.clone()));
         Ok(client)
     }
+}
+
+/// A GET of `path` that asks for JSON.
+fn get_json_request(path: &str) -> Result<http::Request<Body>, ProbeError> {
+    http::Request::get(path)
+        .header(ACCEPT, "application/json")
+        .body(Body::from(Vec::new()))
+        .map_err(|e| ProbeError::new(ErrorReason::BadResponse, e.to_string()))
+}
+
+/// The answer's body, read up to `limit` bytes; any status but 200 OK is the error the
+/// answer says it is.
+async fn ok_body(
+    response: http::Response<Body>,
+    limit: usize,
+) -> Result<hyper::body::Bytes, ProbeError> {
+    let status = response.status();
+    let body = Limited::new(response.into_body(), limit)
+        .collect()
+        .await
+        .map_err(|e| body_error(e.as_ref()))?
+        .to_bytes();
+    if status != StatusCode::OK {
+        return Err(status_error(status, &body));
+    }
+    Ok(body)
 }
 
 /// What identifies one version of a file: a different file behind the path (a projected

@@ -58,7 +58,7 @@ fn main() -> ExitCode {
                     let report = hub_follower::check::run(&config).await;
                     print!("{}", hub_follower::check::render(&report, output));
                     // `check` found no hub that answered: 1.
-                    Ok(u8::from(!report.usable))
+                    Ok(u8::from(!report.usable || !report.problems.is_empty()))
                 }),
                 None => runtime
                     .block_on(sidecar(config))

@@ -108,6 +108,7 @@ pub struct Metrics {
     pub split_brain: IntGauge,
     /// Rule 10's claim clock: since when the worker's hub has shown no claim for itself.
     pub active_hub_unclaimed_since: Gauge,
+    pub claim_seen: Gauge,
     pub pending_confirmations: IntGauge,
     pub poll_interval: Gauge,
     pub last_success: GaugeVec,
@@ -200,6 +201,10 @@ impl Metrics {
         let active_hub_unclaimed_since = Gauge::new(
             "kubeslice_worker_hub_active_hub_unclaimed_since_timestamp_seconds",
             "Unix time since which the hub the worker is on has answered without a claim for itself, read or shown by its watch, while its watch was up and after its controller was seen republishing; 0 while it shows one, or while that cannot be known. At --dead-hub-after its basis is released (rule 10).",
+        )?;
+        let claim_seen = Gauge::new(
+            "kubeslice_worker_hub_claim_seen_timestamp_seconds",
+            "Unix time a hub last showed a claim, read or shown by its watch, or the first round of this sidecar while none has; 0 in single-hub mode. Ten minutes without one means no controller publishes in HA mode, or the hubs' Cluster CRD drops status.activeController: the worker follows no failover.",
         )?;
         let pending_confirmations = IntGauge::new(
             "kubeslice_worker_hub_switch_pending_confirmations",
@@ -307,6 +312,7 @@ impl Metrics {
         registry.register(Box::new(switch_held.clone()))?;
         registry.register(Box::new(split_brain.clone()))?;
         registry.register(Box::new(active_hub_unclaimed_since.clone()))?;
+        registry.register(Box::new(claim_seen.clone()))?;
         registry.register(Box::new(pending_confirmations.clone()))?;
         registry.register(Box::new(poll_interval.clone()))?;
         registry.register(Box::new(last_success.clone()))?;
@@ -366,6 +372,7 @@ impl Metrics {
             switch_held,
             split_brain,
             active_hub_unclaimed_since,
+            claim_seen,
             pending_confirmations,
             poll_interval,
             last_success,

@@ -560,6 +560,60 @@ async fn check_reports_each_hub_and_the_decision() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn check_says_when_no_hub_shows_a_claim_and_nothing_rests_on_one() {
+    // Hubs that answer without a claim, as without an HA controller or with a CRD that drops
+    // the field, and nothing published: a problem, and exit 1.
+    let hubs = Hubs::start().await;
+    let run = |hubs: &Hubs, format: &str| {
+        Command::new(support::binary())
+            .arg("check")
+            .args(hubs.args("10s", "1s", 3))
+            .arg(format!("--output={format}"))
+            .output()
+            .unwrap()
+    };
+    let out = run(&hubs, "text");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("no_claim: "))
+        .unwrap_or_else(|| panic!("no no_claim line: {text}"));
+    for words in [
+        "HA mode",
+        "Cluster CRD does not declare status.activeController",
+        "docs/operations.md#no-hub-shows-a-claim",
+    ] {
+        assert!(line.contains(words), "{words:?} not in {line}");
+    }
+    let report: serde_json::Value = serde_json::from_slice(&run(&hubs, "json").stdout).unwrap();
+    assert_eq!(report["problems"][0]["problem"], "no_claim");
+    assert_eq!(report["hubs"][0]["claimField"], "declared");
+    // The secondary's CRD drops the field, as worker-operator v1.6.4's does: said by hub.
+    hubs.secondary.state.lock().unwrap().declares_claim = false;
+    let out = run(&hubs, "json");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(report["hubs"][1]["claimField"], "not_declared");
+    let problems: Vec<&str> = report["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p["problem"].as_str())
+        .collect();
+    assert_eq!(problems, ["crd_drops_claim", "no_claim"]);
+    let fix = report["problems"][0]["fix"].as_str().unwrap();
+    assert!(fix.contains("the secondary hub's Cluster CRD"), "{fix}");
+    hubs.secondary.state.lock().unwrap().declares_claim = true;
+    // One claim, and the problem is gone.
+    hubs.secondary.claim(&hubs.primary.endpoint(), "ctrl-a");
+    let out = run(&hubs, "text");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(!text.contains("no_claim"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn check_says_which_hubs_credential_is_wrong_and_how_to_fix_it() {
     let hubs = Hubs::start().await;
     hubs.both_claim(&hubs.primary, "ctrl-a");

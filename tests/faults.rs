@@ -362,14 +362,39 @@ impl Drop for HeldUp {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn healthz_answers_while_a_publish_is_held_up_in_fsync() {
+    let hubs = Hubs::start().await;
+    healthz_while_fsync_is_held_up(&hubs, &[], |s| hub_of(s).as_deref() == Some("secondary")).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn healthz_answers_while_a_move_request_is_held_up_in_fsync() {
+    // In place, the switch's publish is followed by the synced write of move-request.json:
+    // the restart side writes it on the blocking pool too.
+    let hubs = Hubs::start().await;
+    let request = hubs.handoff_dir().join("move-request.json");
+    let in_place = [
+        "--restart-mode=in-place",
+        "--restart-jitter=0s",
+        "--restart-cooldown=0s",
+    ];
+    healthz_while_fsync_is_held_up(&hubs, &in_place, |_| request.exists()).await;
+}
+
+/// The sidecar under `strace`, every fsync held up 1 s; a switch, and `/healthz` asked every
+/// 20 ms until `done`: it answers at once throughout.
+async fn healthz_while_fsync_is_held_up(
+    hubs: &Hubs,
+    extra: &[&str],
+    done: impl Fn(&Sidecar) -> bool,
+) {
     if Command::new("strace").arg("-V").output().is_err() {
         support::skip("strace is not installed (scripts/test installs it as root)");
         return;
     }
-    let hubs = Hubs::start().await;
     hubs.both_claim(&hubs.primary, "ctrl-a");
     // The probe timeout (400 ms) is well under the held-up fsync (1 s): a stalled runtime
     // would show in /healthz and in the rounds.
+    let extra: Vec<String> = extra.iter().map(|a| a.to_string()).collect();
     let sidecar = Sidecar::spawn_under(
         &[
             "strace",
@@ -383,7 +408,12 @@ async fn healthz_answers_while_a_publish_is_held_up_in_fsync() {
             "-e",
             "inject=fsync:delay_enter=1000000",
         ],
-        &[hubs.args("500ms", "400ms", 1), vec!["--watch=false".into()]].concat(),
+        &[
+            hubs.args("500ms", "400ms", 1),
+            vec!["--watch=false".into()],
+            extra,
+        ]
+        .concat(),
         &hubs.handoff_dir(),
         &[],
     );
@@ -404,7 +434,7 @@ async fn healthz_answers_while_a_publish_is_held_up_in_fsync() {
     let mut slowest = Duration::ZERO;
     let mut during = 0;
     let held_from = std::time::Instant::now();
-    while hub_of(&s.sidecar).as_deref() != Some("secondary") {
+    while !done(&s.sidecar) {
         let started = std::time::Instant::now();
         // 200, or 503 once the round holding the write is older than the loop's staleness
         // bound: either way an answer, at once, from a runtime that is not blocked.

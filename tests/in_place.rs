@@ -17,8 +17,9 @@ const P: HubId = HubId::PRIMARY;
 const S: HubId = HubId::SECONDARY;
 
 /// The stand-in worker. At start it records whether the worker before it still runs (two
-/// workers at once), starts a helper in its own process group (what the move must not leave
-/// behind), then records its env and the signals it gets.
+/// workers at once), starts a helper in its process group (what the move must not leave
+/// behind), then records its env and the signals it gets. `escaping` also starts one in a
+/// group of its own.
 const SCRIPT: &str = r#"
 record="$1"; temper="$2"
 prev=$(tail -n1 "$record/starts" 2>/dev/null | cut -d' ' -f1)
@@ -28,6 +29,13 @@ echo $! >> "$record/helpers"
 echo "$$ $HUB_HOST_ENDPOINT" >> "$record/starts"
 case "$temper" in
   stubborn) trap 'echo "$$ TERM ignored" >> "$record/signals"' TERM ;;
+  escaping)
+    trap 'echo "$$ TERM ignored" >> "$record/signals"' TERM
+    # A process of its own group that ignores SIGTERM too: a group kill does not reach it.
+    set -m
+    bash -c 'trap "" TERM; while true; do sleep 0.05; done' &
+    set +m
+    echo $! >> "$record/escaped" ;;
   crash) exit 3 ;;
   *) trap 'echo "$$ TERM" >> "$record/signals"; exit 0' TERM ;;
 esac
@@ -131,6 +139,11 @@ impl Drop for Wrapped {
                 rustix::process::Signal::KILL,
             );
         }
+        for pid in self.lines("escaped") {
+            if let Some(pid) = pid.parse().ok().and_then(rustix::process::Pid::from_raw) {
+                let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+            }
+        }
     }
 }
 
@@ -230,6 +243,36 @@ fn a_worker_that_ignores_the_stop_is_killed_after_the_grace_before_the_next_star
     assert_eq!(w.lines("signals"), [format!("{first} TERM ignored")]);
     assert!(w.lines("overlaps").is_empty(), "{:?}", w.lines("overlaps"));
     assert!(!alive(first));
+    assert!(w.running());
+}
+
+#[test]
+fn a_worker_that_ignores_the_stop_is_killed_with_a_process_it_started_outside_its_group() {
+    let handoff_dir = tempfile::tempdir().unwrap();
+    let dir = handoff_dir.path();
+    publish(dir, P, 1);
+    let mut w = Wrapped::start(dir, "escaping", "1s");
+    w.wait_for("the worker started", |w| {
+        w.starts().len() == 1 && w.lines("escaped").len() == 1
+    });
+    let (first, _) = w.starts()[0];
+    let escaped: i32 = w.lines("escaped")[0].parse().unwrap();
+    let group = |pid: i32| {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        stat.rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(2)?.parse::<i32>().ok())
+    };
+    assert_ne!(
+        group(escaped),
+        Some(first),
+        "the helper is in a group of its own"
+    );
+    assert!(alive(escaped));
+    publish(dir, S, 2);
+    ask(dir, S, 2);
+    w.wait_for("the worker restarted", |w| w.starts().len() == 2);
+    assert!(!alive(first));
+    w.wait_for("the escaped helper killed", |_| !alive(escaped));
     assert!(w.running());
 }
 

@@ -353,13 +353,14 @@ impl World {
                         }
                     }
                 }
-                Order::Kill { pgid } => {
-                    if self.worker.is_some_and(|w| w.id.pid == pgid) {
+                Order::Kill { pid } | Order::Sweep { pgid: pid } => {
+                    if self.worker.is_some_and(|w| w.id.pid == pid) {
                         self.worker_exits();
                     }
                 }
                 Order::Forward { .. } => {}
-                Order::Exit(_) => {
+                // The simulated worker always dies of its SIGKILL.
+                Order::GiveUp { .. } | Order::Exit(_) => {
                     // The container ends; kubelet starts it again after its back-off.
                     self.wrapper = None;
                     self.starts_at = Some(self.now + secs(1.0 + self.rng.f64() * 9.0));

@@ -376,6 +376,58 @@ async fn a_watch_request_that_is_never_answered_is_cut_after_the_watch_timeout()
     );
 }
 
+#[tokio::test(flavor = "multi_thread")]
+async fn a_watch_that_fails_from_the_same_version_lists_afresh() {
+    // Lists are answered; every watch request gets 504 `Too large resource version`, as from an
+    // API server whose etcd was restored behind the watch. Watching again from the same version
+    // would never recover: after three failures in a row the watch lists afresh.
+    let hubs = Hubs::start().await;
+    hubs.secondary.set_watch_fault(WatchFault::WatchStatus(504));
+    let s = started(&hubs, &watch_args(&hubs, "400ms", "400ms"));
+    let lists = |s: &Sidecar| {
+        support::metric_value(
+            &s.get("/metrics").1,
+            r#"kubeslice_worker_hub_watch_events_total{hub="secondary",type="list"}"#,
+        )
+        .unwrap_or(0.0)
+    };
+    let failed = |s: &Sidecar| {
+        support::metric_value(
+            &s.get("/metrics").1,
+            r#"kubeslice_worker_hub_watch_restarts_total{hub="secondary",reason="watch_start_failed"}"#,
+        )
+        .unwrap_or(0.0)
+    };
+    s.wait_until(
+        "a list after failed watches",
+        Duration::from_secs(40),
+        |s| lists(s) >= 2.0,
+    );
+    let (lists_now, failed_now) = (lists(&s), failed(&s));
+    assert!(
+        failed_now >= 3.0 * (lists_now - 1.0),
+        "{lists_now} lists after only {failed_now} failed watches"
+    );
+    // What the hub said is cut before /status shows it.
+    let error = s.status()["watches"]["secondary"]["lastError"]
+        .as_str()
+        .map(str::to_string)
+        .unwrap_or_default();
+    assert!(error.contains("Too large resource version"), "{error}");
+    assert!(
+        error.chars().count() <= 501 && error.ends_with('…'),
+        "{error}"
+    );
+    // The healthy hub's watch was listed once.
+    assert_eq!(
+        support::metric_value(
+            &s.get("/metrics").1,
+            r#"kubeslice_worker_hub_watch_events_total{hub="primary",type="list"}"#,
+        ),
+        Some(1.0)
+    );
+}
+
 /// While every hub's watch has heartbeats (events, bookmarks, its end at timeoutSeconds), the
 /// reads wait for --watched-poll-interval; a claim change is still read at once. A watch that
 /// misses its heartbeat by a probe timeout is restarted, and reads are back at

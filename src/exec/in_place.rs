@@ -19,7 +19,7 @@ use signal_hook::consts as sig;
 use tokio::time::Instant;
 
 use super::startup::{wait_for_decision, ExecError, STOP_SIGNALS};
-use super::supervisor::{Input, Order, Status, Supervisor};
+use super::supervisor::{Input, Order, Status, Supervisor, AFTER_KILL, UNKILLABLE_EXIT};
 use crate::handoff::{self, Ack, Handoff};
 
 /// The signals the wrapper passes on; SIGKILL and SIGSTOP can't be caught, and reach only the
@@ -66,6 +66,12 @@ pub fn run(options: &Options) -> Result<u8, ExecError> {
         source: e,
     })?;
     watch_folder(options.dir, tx);
+    // Every process the worker starts stays the wrapper's descendant, even one that leaves
+    // its group and is orphaned: a move finds and kills it. (As the container's PID 1 the
+    // wrapper is their reaper anyway.)
+    if let Err(e) = rustix::process::set_child_subreaper(Some(rustix::process::getpid())) {
+        eprintln!("hub-follower exec: cannot become the subreaper of the worker's processes: {e}; a process that leaves the worker's group may outlive a move");
+    }
     let first = wait_for_decision(options.dir, options.wait, &mut || stop_signal(&wakes))?;
     let mut supervisor = Supervisor::new(options.grace);
     let mut orders: VecDeque<Order> = supervisor.start().into();
@@ -98,7 +104,23 @@ pub fn run(options: &Options) -> Result<u8, ExecError> {
                     );
                     send(pid, sig::SIGTERM, false);
                 }
-                Order::Kill { pgid } => send(pgid, sig::SIGKILL, true),
+                Order::Kill { pid } => {
+                    // The worker itself, even if it left its group, then what it started.
+                    send(pid, sig::SIGKILL, false);
+                    send(pid, sig::SIGKILL, true);
+                    kill_descendants();
+                }
+                Order::Sweep { pgid } => {
+                    send(pgid, sig::SIGKILL, true);
+                    kill_descendants();
+                }
+                Order::GiveUp { pid } => {
+                    eprintln!(
+                        "hub-follower exec: the worker (PID {pid}) is still there {} after its SIGKILL (stuck in the kernel?); exiting {UNKILLABLE_EXIT}, so that the container ends with every process in it and kubelet starts it again onto the published decision",
+                        humantime::format_duration(AFTER_KILL)
+                    );
+                    return Ok(UNKILLABLE_EXIT);
+                }
                 Order::Exit(code) => return Ok(code),
             }
         }
@@ -220,6 +242,60 @@ fn reap() -> Vec<(i32, Status)> {
     reaped
 }
 
+/// SIGKILL to every process the wrapper is the ancestor of: the worker's whole tree, and,
+/// since the wrapper is their subreaper, what the worker left when it ended. The wrapper has
+/// no other children. Read from `/proc`; a process that ends meanwhile is no error.
+fn kill_descendants() {
+    let me = std::process::id() as i32;
+    for pid in descendants(me, &parents()) {
+        send(pid, sig::SIGKILL, false);
+    }
+}
+
+/// Every process's parent, from `/proc/PID/stat`.
+fn parents() -> Vec<(i32, i32)> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| {
+            let pid: i32 = e.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+            Some((pid, parent_in_stat(&stat)?))
+        })
+        .collect()
+}
+
+/// The parent in a `/proc/PID/stat` line: the second field after the command's `)`.
+fn parent_in_stat(stat: &str) -> Option<i32> {
+    stat.rsplit_once(')')?
+        .1
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+/// Every descendant of `root` in `parents`, nearest first.
+fn descendants(root: i32, parents: &[(i32, i32)]) -> Vec<i32> {
+    let mut found = vec![root];
+    let mut i = 0;
+    while i < found.len() {
+        let parent = found[i];
+        found.extend(
+            parents
+                .iter()
+                .filter(|(pid, ppid)| *ppid == parent && !found.contains(pid))
+                .map(|(pid, _)| *pid)
+                .collect::<Vec<_>>(),
+        );
+        i += 1;
+    }
+    found.remove(0);
+    found
+}
+
 /// Sends `signal` to a process (or its group); one already gone is no error.
 fn send(pid: i32, signal: i32, group: bool) {
     let (Some(target), Some(signal)) = (Pid::from_raw(pid), Signal::from_named_raw(signal)) else {
@@ -274,7 +350,9 @@ fn watch_folder(dir: &Path, tx: mpsc::Sender<Wake>) {
                 loop {
                     match events.next() {
                         Ok(e) => {
-                            let ours = e.file_name().is_some_and(|n| {
+                            // An overflowed queue lost events, perhaps the request's: look.
+                            let lost = e.events().contains(inotify::ReadFlags::QUEUE_OVERFLOW);
+                            let ours = lost || e.file_name().is_some_and(|n| {
                                 n.to_bytes() == handoff::MOVE_REQUEST_FILE.as_bytes()
                             });
                             if ours && tx.send(Wake::Folder).is_err() {
@@ -312,5 +390,23 @@ fn poll_folder(tx: mpsc::Sender<Wake>) {
         if tx.send(Wake::Folder).is_err() {
             return;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_parent_is_read_past_a_command_with_spaces_and_parentheses() {
+        assert_eq!(parent_in_stat("42 (a (b) c) S 7 42 42 0 -1"), Some(7));
+        assert_eq!(parent_in_stat("42 (sh) Z"), None);
+    }
+
+    #[test]
+    fn descendants_are_the_whole_tree_below_and_nothing_else() {
+        let parents = [(10, 1), (11, 10), (12, 11), (13, 1), (14, 12), (15, 13)];
+        assert_eq!(descendants(10, &parents), [11, 12, 14]);
+        assert_eq!(descendants(14, &parents), Vec::<i32>::new());
     }
 }

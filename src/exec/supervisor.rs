@@ -9,12 +9,18 @@
 //!    (SIGTERM, SIGINT, SIGQUIT) also means the wrapper leaves when the worker does: no new
 //!    worker starts after it, even if a move was under way.
 //! 2. A move request for a generation newer than the worker's, onto another hub than the
-//!    worker's, stops the worker as kubelet would: SIGTERM, then SIGKILL to its whole process
-//!    group after the grace. A request for the hub the worker runs on moves nothing: a sidecar
-//!    that restarted mid-move can ask again for a move already done.
-//! 3. A new worker starts only once the old one has been reaped and its process group
-//!    killed: never two workers at once.
-//! 4. A worker that exits when no move asked it to ends the wrapper with the worker's own
+//!    worker's, stops the worker as kubelet would: SIGTERM, then SIGKILL after the grace, to
+//!    the worker, its process group and every process it left (the wrapper is their
+//!    subreaper, so one that left the group with `setsid` or `set -m` is still found). A
+//!    request for the hub the worker runs on moves nothing: a sidecar that restarted
+//!    mid-move can ask again for a move already done.
+//! 3. A new worker starts only once the old one has been reaped and what it left killed:
+//!    never two workers at once.
+//! 4. A worker still there [`AFTER_KILL`] after its SIGKILL (stuck in the kernel, in `D`
+//!    state) ends the wrapper with [`UNKILLABLE_EXIT`]: the wrapper is the container's PID 1,
+//!    so its end takes every process of the container with it, and kubelet starts the
+//!    container again, onto the published decision. No move waits for ever.
+//! 5. A worker that exits when no move asked it to ends the wrapper with the worker's own
 //!    status, so a crash still reaches kubelet as a crash.
 
 use std::time::Duration;
@@ -24,6 +30,12 @@ use tokio::time::Instant;
 use crate::verdict::HubId;
 
 use super::startup::{exit_code_of_signal, STOP_SIGNALS as LEAVING};
+
+/// How long a worker may outlive its SIGKILL before the wrapper gives up on it.
+pub const AFTER_KILL: Duration = Duration::from_secs(10);
+
+/// The wrapper's exit code when the worker outlived its SIGKILL by [`AFTER_KILL`].
+pub const UNKILLABLE_EXIT: u8 = 75;
 
 /// How a process ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,8 +81,14 @@ pub enum Order {
     Forward { pid: i32, signal: i32 },
     /// Ask the worker to stop (SIGTERM).
     Stop { pid: i32 },
-    /// SIGKILL the worker's process group, whatever is left of it.
-    Kill { pgid: i32 },
+    /// SIGKILL the worker (not yet reaped), its process group, and every process it left.
+    Kill { pid: i32 },
+    /// SIGKILL what a reaped worker left: its process group, and every process the wrapper
+    /// is still the ancestor or subreaper of.
+    Sweep { pgid: i32 },
+    /// The worker outlived its SIGKILL by [`AFTER_KILL`]: say so and leave with
+    /// [`UNKILLABLE_EXIT`].
+    GiveUp { pid: i32 },
     /// Leave with this code.
     Exit(u8),
 }
@@ -85,7 +103,8 @@ struct Worker {
 #[derive(Debug, Clone, Copy)]
 struct Stopping {
     kill_at: Instant,
-    killed: bool,
+    /// When the SIGKILL went.
+    killed_at: Option<Instant>,
 }
 
 #[derive(Debug, Clone)]
@@ -118,7 +137,10 @@ impl Supervisor {
 
     /// When the machine next needs a [`Input::Tick`].
     pub fn next_wake(&self) -> Option<Instant> {
-        self.stopping.filter(|s| !s.killed).map(|s| s.kill_at)
+        self.stopping.map(|s| match s.killed_at {
+            None => s.kill_at,
+            Some(at) => at + AFTER_KILL,
+        })
     }
 
     pub fn handle(&mut self, now: Instant, input: Input) -> Vec<Order> {
@@ -163,7 +185,7 @@ impl Supervisor {
         }
         self.stopping = Some(Stopping {
             kill_at: now + self.grace,
-            killed: false,
+            killed_at: None,
         });
         self.out.push(Order::Stop { pid: w.pid });
     }
@@ -172,9 +194,18 @@ impl Supervisor {
         let (Some(w), Some(s)) = (self.worker, self.stopping.as_mut()) else {
             return;
         };
-        if !s.killed && now >= s.kill_at {
-            s.killed = true;
-            self.out.push(Order::Kill { pgid: w.pid });
+        match s.killed_at {
+            None if now >= s.kill_at => {
+                s.killed_at = Some(now);
+                self.out.push(Order::Kill { pid: w.pid });
+            }
+            Some(at) if now >= at + AFTER_KILL => {
+                // Once: the wrapper leaves.
+                self.stopping = None;
+                self.leaving = true;
+                self.out.push(Order::GiveUp { pid: w.pid });
+            }
+            _ => {}
         }
     }
 
@@ -184,8 +215,8 @@ impl Supervisor {
             return;
         }
         self.worker = None;
-        // Whatever the worker left behind in its group goes with it.
-        self.out.push(Order::Kill { pgid: pid });
+        // Whatever the worker left behind goes with it.
+        self.out.push(Order::Sweep { pgid: pid });
         if self.stopping.take().is_some() && !self.leaving {
             self.out.push(Order::Start);
         } else {
@@ -260,7 +291,7 @@ mod tests {
             let mut r = Run::new();
             assert_eq!(
                 r.at(5.0, exited(10, status)),
-                [Order::Kill { pgid: 10 }, Order::Exit(code)]
+                [Order::Sweep { pgid: 10 }, Order::Exit(code)]
             );
         }
     }
@@ -274,7 +305,7 @@ mod tests {
         assert_eq!(r.at(2.0, Input::Tick), []);
         assert_eq!(
             r.at(2.5, exited(10, Status::Signal(SIGTERM))),
-            [Order::Kill { pgid: 10 }, Order::Start]
+            [Order::Sweep { pgid: 10 }, Order::Start]
         );
         r.at(2.5, started(11, 3, S));
         assert_eq!(r.s.next_wake(), None);
@@ -290,11 +321,29 @@ mod tests {
         r.at(1.0, asked(2, S));
         assert_eq!(r.s.next_wake(), Some(r.t0 + Duration::from_secs(31)));
         assert_eq!(r.at(30.9, Input::Tick), []);
-        assert_eq!(r.at(31.0, Input::Tick), [Order::Kill { pgid: 10 }]);
+        assert_eq!(r.at(31.0, Input::Tick), [Order::Kill { pid: 10 }]);
         assert_eq!(r.at(31.5, Input::Tick), [], "killed once");
         assert_eq!(
             r.at(31.1, exited(10, Status::Signal(SIGKILL))),
-            [Order::Kill { pgid: 10 }, Order::Start]
+            [Order::Sweep { pgid: 10 }, Order::Start]
+        );
+    }
+
+    #[test]
+    fn a_worker_that_outlives_its_sigkill_ends_the_wrapper_once() {
+        let mut r = Run::new();
+        r.at(1.0, asked(2, S));
+        assert_eq!(r.at(31.0, Input::Tick), [Order::Kill { pid: 10 }]);
+        assert_eq!(r.s.next_wake(), Some(r.t0 + Duration::from_secs(41)));
+        assert_eq!(r.at(40.9, Input::Tick), []);
+        assert_eq!(r.at(41.0, Input::Tick), [Order::GiveUp { pid: 10 }]);
+        assert_eq!(r.s.next_wake(), None);
+        assert_eq!(r.at(42.0, Input::Tick), [], "given up once");
+        // No new worker: the wrapper is leaving, and a late exit only sweeps.
+        assert_eq!(r.at(42.0, asked(3, S)), []);
+        assert_eq!(
+            r.at(43.0, exited(10, Status::Signal(SIGKILL))),
+            [Order::Sweep { pgid: 10 }, Order::Exit(137)]
         );
     }
 
@@ -311,7 +360,7 @@ mod tests {
         );
         assert_eq!(
             r.at(1.4, exited(10, Status::Code(0))),
-            [Order::Kill { pgid: 10 }, Order::Exit(0)]
+            [Order::Sweep { pgid: 10 }, Order::Exit(0)]
         );
     }
 

@@ -65,6 +65,8 @@ pub(super) struct Core {
     pub(super) override_unreadable: HashMap<Kind, String>,
     /// The silent hub whose basis no longer holds the worker (rule 10), once said.
     pub(super) leaving_silent: Option<HubId>,
+    /// When a hub last showed a claim, and whether its absence has been said.
+    pub(super) claim_seen: super::notes::ClaimSeen,
     /// Whether a split brain is being said (rule 11).
     pub(super) split_brain: bool,
     /// The startup default's time, once said (rule 12).
@@ -117,11 +119,13 @@ struct RoundLeft {
 }
 
 /// What a hub's watch vouches for, taken before a round's reads: the object's resourceVersion
-/// as the watch last showed it, and how long every event has shown the same claim (on all but
-/// `lastUpdated`). Only a watch that vouches for its hub (a recent heartbeat) gives one.
+/// and claim as the watch last showed them, and how long every event has shown that claim.
+/// Only a watch that vouches for its hub (a recent heartbeat) gives one.
 #[derive(Debug, Clone)]
 pub(super) struct Watched {
     pub(super) resource_version: String,
+    /// The claim the watch last showed, `lastUpdated` included; none for no claim.
+    pub(super) claim: Option<Claim>,
     pub(super) held_for: std::time::Duration,
 }
 
@@ -177,7 +181,9 @@ fn follow_closely(
 }
 
 /// `hub`'s read, and what its watch vouched for before the reads, when the watch had shown
-/// the very resourceVersion the read returned: it saw every write up to the read.
+/// the very resourceVersion the read returned, with the very claim the read found: it saw
+/// every write up to the read. The version alone is not enough: an etcd restored from a
+/// backup issues again versions it had issued before, for other content.
 fn followed_to_the_read<'a>(
     hub: HubId,
     probes: &'a [Probe],
@@ -185,8 +191,14 @@ fn followed_to_the_read<'a>(
 ) -> Option<(&'a Probe, &'a Watched)> {
     let probe = probes.iter().find(|p| p.hub == hub)?;
     let (_, watch) = watched.iter().find(|(h, _)| *h == hub)?;
-    (probe.resource_version.as_deref() == Some(watch.resource_version.as_str()))
-        .then_some((probe, watch))
+    let read = match &probe.verdict {
+        Verdict::Claim(c) => Some(c),
+        Verdict::NoClaim => None,
+        Verdict::Error(_) => return None,
+    };
+    (probe.resource_version.as_deref() == Some(watch.resource_version.as_str())
+        && read == watch.claim.as_ref())
+    .then_some((probe, watch))
 }
 
 /// The span N confirming rounds take: N − 1 confirm intervals.
@@ -250,6 +262,7 @@ impl Core {
             unpublished_by: None,
             override_unreadable: HashMap::new(),
             leaving_silent: None,
+            claim_seen: Default::default(),
             split_brain: false,
             undecided_until: None,
             writes: Writes::default(),
@@ -414,11 +427,14 @@ impl Core {
         // decides a startup. It is dated by this round: news starts a round at once.
         let vouching: Vec<HubId> = watched.iter().map(|(h, _)| *h).collect();
         self.resolver.watches_vouch_for(&vouching);
+        let mut watched_a_claim = false;
         for (hub, n, claim) in shown {
             if self.witnessed.insert(*hub, *n) != Some(*n) {
                 self.resolver.witness(*hub, claim, now);
+                watched_a_claim = true;
             }
         }
+        self.note_claims_seen(probes, watched_a_claim, now);
         let steer = self.steer();
         let vouched =
             steer.pin.is_none() && steer.drain.is_none() && self.watches_vouch(probes, watched);
@@ -1199,7 +1215,9 @@ mod tests {
                 } else {
                     claim(B, None, t)
                 };
-                assert_eq!(r.round(claim(A, None, old), on_b), vec![]);
+                let on_a = claim(A, None, old);
+                r.watched = showing(&r.watched, &on_a, &on_b);
+                assert_eq!(r.round(on_a, on_b), vec![]);
                 assert_eq!(r.core.held.is_some(), erased);
                 // Ten seconds on, while every watch vouches: a relaxed pace skips the tick.
                 let wake = r.at + Duration::from_secs(10);
@@ -1234,11 +1252,29 @@ mod tests {
         }
     }
 
+    /// A watch that has shown `version` for `held` seconds, without a claim until [`showing`]
+    /// gives it the one a read will find.
     fn vouching(version: &str, held: u64) -> Watched {
         Watched {
             resource_version: version.to_string(),
+            claim: None,
             held_for: Duration::from_secs(held),
         }
+    }
+
+    /// `watched`, each watch showing the claim its hub's read finds (primary `a`, secondary `b`).
+    fn showing(watched: &[(HubId, Watched)], a: &Verdict, b: &Verdict) -> Vec<(HubId, Watched)> {
+        watched
+            .iter()
+            .map(|(hub, w)| {
+                let read = if *hub == HubId::PRIMARY { a } else { b };
+                let claim = match read {
+                    Verdict::Claim(c) => Some(c.clone()),
+                    _ => None,
+                };
+                (*hub, Watched { claim, ..w.clone() })
+            })
+            .collect()
     }
 
     #[test]
@@ -1247,7 +1283,9 @@ mod tests {
         let extra = ["--confirmations", "3", "--confirm-interval", "1s"];
         let promoted = |r: &mut Run| {
             let t = r.now;
-            r.round(claim(A, Some(1), r.ago(60)), claim(B, Some(2), t))
+            let (a, b) = (claim(A, Some(1), r.ago(60)), claim(B, Some(2), t));
+            r.watched = showing(&r.watched, &a, &b);
+            r.round(a, b)
         };
         let vouched = [
             (HubId::PRIMARY, vouching("10", 2)),
@@ -1307,5 +1345,72 @@ mod tests {
             assert_eq!(r.core.resolver.pending().map(|p| p.count), Some(1), "{gap}");
             assert_eq!(r.core.metrics.switches_vouched.get(), 0, "{gap}");
         }
+    }
+
+    #[test]
+    fn a_read_of_the_version_the_watch_showed_with_another_claim_is_not_vouched_for() {
+        // An etcd restored from a backup issues resourceVersion 20 again, for an object that
+        // now claims B, while B's watch, ahead of the restored store, still shows A's claim
+        // at 20. The read counts as one of N, not as N.
+        let extra = ["--confirmations", "3", "--confirm-interval", "1s"];
+        let mut r = run(&extra);
+        let t = r.now;
+        r.round(claim(A, Some(1), t), claim(A, Some(1), t));
+        r.versions = [Some("10"), Some("20")];
+        let shown = r.ago(30);
+        let (a, b) = (claim(A, Some(1), r.ago(60)), claim(B, Some(2), r.now));
+        let watched = [
+            (HubId::PRIMARY, vouching("10", 30)),
+            (HubId::SECONDARY, vouching("20", 30)),
+        ];
+        r.watched = showing(&watched, &a, &claim(A, Some(1), shown));
+        assert_eq!(r.round(a, b), vec![]);
+        assert_eq!(r.core.resolver.pending().map(|p| p.count), Some(1));
+        assert_eq!(r.core.metrics.switches_vouched.get(), 0);
+    }
+
+    #[test]
+    fn ten_minutes_without_a_claim_from_any_hub_are_said_once_per_stretch() {
+        // Hubs that answer and never show a claim: no controller in HA mode, or a CRD that
+        // drops the field. The gauge holds the first round, then the last claim seen.
+        let mut r = run(&[]);
+        let gauge = |r: &Run| r.core.metrics.claim_seen.get();
+        let said = |r: &mut Run| {
+            r.events()
+                .into_iter()
+                .filter(|e| *e == "HubNoClaim")
+                .count()
+        };
+        r.round(Verdict::NoClaim, Verdict::NoClaim);
+        let first = r.now;
+        assert_eq!(gauge(&r), first.as_second() as f64);
+        r.now += jiff::SignedDuration::from_secs(598);
+        r.round(Verdict::NoClaim, Verdict::NoClaim);
+        assert_eq!(said(&mut r), 0, "599 s");
+        r.round(Verdict::NoClaim, Verdict::NoClaim);
+        assert_eq!(said(&mut r), 1, "600 s");
+        assert_eq!(gauge(&r), first.as_second() as f64);
+        r.round(Verdict::NoClaim, Verdict::NoClaim);
+        assert_eq!(said(&mut r), 0, "once");
+        // A claim a watch showed (the worker erased it before any read) ends the stretch.
+        let shown = match claim(A, None, r.now) {
+            Verdict::Claim(c) => c,
+            _ => unreachable!("a claim"),
+        };
+        r.round_seen(
+            Verdict::NoClaim,
+            Verdict::NoClaim,
+            &[(HubId::PRIMARY, 1, shown)],
+        );
+        assert_eq!(gauge(&r), r.now.as_second() as f64);
+        r.now += jiff::SignedDuration::from_secs(599);
+        r.round(Verdict::NoClaim, Verdict::NoClaim);
+        assert_eq!(said(&mut r), 1, "the next stretch is said again");
+        // A read claim ends it too, even one that names no configured hub.
+        r.round(
+            claim("https://203.0.113.9:6443", None, r.now),
+            Verdict::NoClaim,
+        );
+        assert_eq!(gauge(&r), r.now.as_second() as f64);
     }
 }

@@ -10,7 +10,52 @@ use crate::resolver::{Held, Hold, Quiet};
 use crate::state::{ClaimView, HeldView, SeenClaim};
 use crate::verdict::{HubId, Verdict};
 
+/// How long no hub may show a claim, read or watched, before it is said (a `HubNoClaim`
+/// Warning Event, a log line): twenty periods of the real controller's 30 s republish.
+pub(super) const NO_CLAIM_FOR: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// When a hub last showed a claim (or the first round, before any), and whether ten minutes
+/// without one have been said.
+#[derive(Debug, Default)]
+pub(super) struct ClaimSeen {
+    at: Option<Timestamp>,
+    said: bool,
+}
+
 impl Core {
+    /// Keeps when a hub last showed a claim, read (any claim, a rejected one too: a
+    /// controller publishes) or shown by a watch (`watched`), for the gauge; says once when
+    /// none has for [`NO_CLAIM_FOR`]. Not in single-hub mode, which reads no claim.
+    pub(super) fn note_claims_seen(&mut self, probes: &[Probe], watched: bool, now: Timestamp) {
+        if self.config.single_hub() {
+            return;
+        }
+        let claimed = watched
+            || probes
+                .iter()
+                .any(|p| matches!(p.verdict, Verdict::Claim(_)));
+        let seen = &mut self.claim_seen;
+        if claimed && std::mem::take(&mut seen.said) {
+            tracing::info!("a hub shows a claim again");
+        }
+        if claimed || seen.at.is_none() {
+            seen.at = Some(now);
+        }
+        let at = seen.at.unwrap_or(now);
+        self.metrics
+            .claim_seen
+            .set(at.as_millisecond() as f64 / 1000.0);
+        let quiet = now.duration_since(at).unsigned_abs();
+        if !seen.said && quiet >= NO_CLAIM_FOR {
+            seen.said = true;
+            let silent_for = humantime::format_duration(NO_CLAIM_FOR).to_string();
+            tracing::warn!(
+                "no hub has shown a claim (status.activeController, read or watched) for {silent_for}: the controllers do not run in HA mode, or a hub's Cluster CRD does not declare status.activeController and its API server drops the field. The worker stays where it is and follows no failover"
+            );
+            self.events.send(Fact::NoClaimSeen { silent_for });
+        }
+    }
+
     /// Counts and logs the hubs whose claim named an unconfigured endpoint, once per change.
     pub(super) fn note_rejections(&mut self, rejected: &[HubId], probes: &[Probe]) {
         for hub in &self.config.hubs {

@@ -374,6 +374,7 @@ fn run(seed: u64, bent: Bent, verbose: bool) -> Result<(), String> {
                     *hub,
                     Watched {
                         resource_version: o.shown_version.to_string(),
+                        claim: claim(o.shown_key, t0),
                         held_for: o
                             .since
                             .map_or(Duration::ZERO, |s| at.saturating_duration_since(s)),

@@ -9,7 +9,9 @@
 //! silent for a while; a split brain (two hubs each claiming themselves at one epoch) for five
 //! minutes; a pin or a drain, and a pin written with a time already past (refused: it moves
 //! nothing); a failed write now and then; sidecar restarts, in some worlds more often
-//! than `--dead-hub-after`; watches that stall or die. The worker is on the hub on
+//! than `--dead-hub-after`; watches that stall or die; an etcd restored from a backup while
+//! its watch stalls, which issues again the version the watch last showed, for another
+//! claim. The worker is on the hub on
 //! disk and erases the claim there right after each republish, so reads of its hub mostly see
 //! no claim while its watch saw one. Every write bumps the object's version; a watch that
 //! follows it gives the core what it vouches for, so a switch may be confirmed by one read.
@@ -108,6 +110,10 @@ enum Bent {
     /// A driver that takes a read's own version as the watch's, and every claim as old: the
     /// watches "vouch" for what they never followed.
     VouchesBlind,
+    /// A driver that gives each watch the claim its hub's read found: a read of the version the
+    /// watch showed stands for N, whatever it claims (what the core trusted before it compared
+    /// claims too).
+    TrustsVersionAlone,
 }
 
 /// A claim as the watches compare it: whom it names, its epoch and `lastUpdated`; none for
@@ -135,6 +141,16 @@ struct Object {
     owed: bool,
 }
 
+/// The claim of a key.
+fn claim_of(key: Key) -> Option<Claim> {
+    key.map(|(whom, epoch, at)| Claim {
+        endpoint: Endpoint::parse(EP[whom]).expect("an endpoint"),
+        identity: Some(format!("ctrl-{whom}")),
+        last_updated: Some(at),
+        epoch,
+    })
+}
+
 impl Object {
     /// A write at `at`: the watch delivers it unless it is stalled or down.
     fn write(&mut self, key: Key, at: Instant) {
@@ -152,6 +168,17 @@ impl Object {
             self.owed = false;
         } else {
             self.owed = true;
+        }
+    }
+
+    /// The hub's etcd, restored from a backup while its watch stalls, issues again the version
+    /// the watch last showed, now for what the object holds: a read returns that version with
+    /// another claim. The watch, ahead of the restored store, shows nothing until it catches up.
+    fn restore(&mut self) {
+        if let Some((version, key, _)) = self.tracked {
+            if self.stalled > 0 && self.version > version && self.key != key {
+                self.version = version;
+            }
         }
     }
 
@@ -237,6 +264,9 @@ struct World {
     /// erases, reach the core only through its reads, and only rule 11's window holds.
     split_unwatched: bool,
     pin: Option<(usize, usize)>,
+    /// Now and then a hub's etcd is restored from a backup while its watch stalls (drawn from
+    /// its own stream, so that the rest of each seed's world is as it was).
+    restores: Option<Rng>,
     /// A drain: from a round, for 60 rounds, of a hub (never in a world with a pin).
     drain: Option<(usize, usize)>,
     /// A pin written with a time already past: refused, and moves nothing.
@@ -281,6 +311,10 @@ impl World {
             death_at,
             split_at,
             split_unwatched,
+            restores: {
+                let mut own = Rng(seed ^ 0x005E_ED0F_E7CD);
+                own.chance(0.5).then_some(own)
+            },
             pin,
             drain,
             past_pin,
@@ -403,12 +437,7 @@ impl World {
             _ => now,
         };
         self.stamps[h] = Some((content, stamp));
-        Claim {
-            endpoint: Endpoint::parse(EP[self.names[h]]).expect("an endpoint"),
-            identity: Some(format!("ctrl-{}", self.names[h])),
-            last_updated: Some(stamp),
-            epoch: content.1,
-        }
+        claim_of(Some((content.0, content.1, stamp))).expect("a claim")
     }
 }
 
@@ -519,6 +548,11 @@ fn run(seed: u64, bent: Bent, verbose: bool) -> Result<u64, String> {
             } else {
                 Verdict::Error(ProbeError::new(ErrorReason::Connect, "connection refused"))
             };
+            if let Some(restores) = world.restores.as_mut() {
+                if restores.chance(0.5) {
+                    world.objects[h].restore();
+                }
+            }
             let read = world.objects[h].version.to_string();
             probes.push(Probe {
                 hub: hubs[h],
@@ -535,16 +569,27 @@ fn run(seed: u64, bent: Bent, verbose: bool) -> Result<u64, String> {
                 if o.dead > 0 {
                     return None;
                 }
-                let (version, _, since) = o.tracked?;
+                let (version, key, since) = o.tracked?;
+                let read = match &p.verdict {
+                    Verdict::Claim(c) => Some(c.clone()),
+                    _ => None,
+                };
                 Some((
                     *hub,
                     match bent {
                         Bent::VouchesBlind => Watched {
                             resource_version: p.resource_version.clone()?,
+                            claim: read,
                             held_for: Duration::from_secs(3600),
+                        },
+                        Bent::TrustsVersionAlone => Watched {
+                            resource_version: version.to_string(),
+                            claim: read,
+                            held_for: at.saturating_duration_since(since),
                         },
                         _ => Watched {
                             resource_version: version.to_string(),
+                            claim: claim_of(key),
                             held_for: at.saturating_duration_since(since),
                         },
                     },
@@ -808,6 +853,11 @@ fn a_follower_that_forgets_a_dead_hubs_silence_on_restart_is_caught_stranded() {
 #[test]
 fn a_follower_whose_watches_vouch_blind_is_caught() {
     caught(Bent::VouchesBlind, "a claim changed within the span");
+}
+
+#[test]
+fn a_follower_that_trusts_a_reissued_resource_version_is_caught() {
+    caught(Bent::TrustsVersionAlone, "a claim changed within the span");
 }
 
 #[test]

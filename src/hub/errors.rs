@@ -102,7 +102,9 @@ pub(super) fn status_error(status: StatusCode, body: &[u8]) -> ProbeError {
     ProbeError::new(reason, detail)
 }
 
-pub(super) fn truncate(s: &str, max: usize) -> String {
+/// `s` cut to `max` characters, an ellipsis marking the cut: what a hub says is bounded before
+/// it is logged or shown.
+pub(crate) fn truncate(s: &str, max: usize) -> String {
     match s.char_indices().nth(max) {
         Some((i, _)) => format!("{}…", &s[..i]),
         None => s.to_string(),

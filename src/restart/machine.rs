@@ -694,23 +694,37 @@ mod tests {
     }
 
     #[test]
-    fn in_place_without_a_wrapper_that_answers_is_unverified_and_asks_no_more() {
+    fn in_place_without_an_acknowledgement_is_unverified_and_asks_again_after_each_timeout() {
+        // The wrapper missed the request (an inotify watch that never started), or is not
+        // there: the worker has not moved, and is owed the move still.
         let mut r = run(RestartMode::InPlace, 0, 0);
         r.at(0.0, decision(P, 1, Reason::Startup));
         r.at(1.0, decision(S, 2, Reason::Switch));
         assert_eq!(moves(&r.tick(1.0)), [(2, S)]);
-        let mut outcomes = Vec::new();
-        for s in 2..400 {
+        let (mut asked, mut outcomes) = (Vec::new(), Vec::new());
+        for s in 2..700 {
             let acts = r.tick(s as f64);
-            assert!(moves(&acts).is_empty(), "asked again at {s}s");
+            asked.extend(moves(&acts).into_iter().map(|m| (s, m)));
             outcomes.extend(recorded(&acts).into_iter().map(|o| (s, o)));
         }
         let timeout = restart_config(RestartMode::InPlace)
             .verify_timeout
-            .as_secs()
-            + 1;
-        assert_eq!(outcomes, [(timeout, Outcome::Unverified)]);
-        assert_eq!(r.m.view().phase, Phase::Unverified);
+            .as_secs();
+        // Unverified once per timeout, asked again after the retry floor (10 s).
+        let again = 1 + timeout + 10;
+        assert_eq!(asked.first(), Some(&(again, (2, S))), "{asked:?}");
+        assert_eq!(outcomes.first(), Some(&(1 + timeout, Outcome::Unverified)));
+        assert!(
+            outcomes.len() >= 2 && outcomes.len() == asked.len(),
+            "{outcomes:?} {asked:?}"
+        );
+        assert!(!r.m.view().worker_on_current_decision);
+        // The wrapper acts at last: verified, and asked no more.
+        let at = (again + timeout) as f64;
+        r.tick(at);
+        assert_eq!(recorded(&r.ack(at + 0.5, 2, S)), [Outcome::Verified]);
+        assert!(r.m.view().worker_on_current_decision);
+        assert!((0..100).all(|s| moves(&r.tick(at + 1.0 + f64::from(s))).is_empty()));
     }
 
     #[test]

@@ -136,7 +136,7 @@ impl Restarter {
     ) -> Option<u8> {
         let mut last_generation = None;
         if self.config.mode == RestartMode::RestartAll {
-            self.read_request(Instant::now());
+            self.read_request(Instant::now()).await;
         }
         loop {
             let now = Instant::now();
@@ -144,17 +144,17 @@ impl Restarter {
             if let Some(h) = published.filter(|h| Some(h.generation) != last_generation) {
                 last_generation = Some(h.generation);
                 // Read first: after a sidecar restart it names the hub the worker runs on.
-                self.read_ack(now);
-                self.feed(now, Event::Published(decision_of(&h)));
+                self.read_ack(now).await;
+                self.feed(now, Event::Published(decision_of(&h))).await;
             }
             if self.machine.wants_ack(now) {
-                self.read_ack(now);
+                self.read_ack(now).await;
             }
             if self.machine.wants_processes(now) {
-                let found = self.worker_processes();
-                self.feed(now, Event::Processes(found));
+                let found = self.worker_processes().await;
+                self.feed(now, Event::Processes(found)).await;
             }
-            self.feed(now, Event::Tick);
+            self.feed(now, Event::Tick).await;
             if self.exit.is_some() {
                 return self.exit;
             }
@@ -170,8 +170,17 @@ impl Restarter {
     /// The restart an earlier run asked for, placed on this run's clock. A request file that
     /// can't be read still counts: for the decision published now (which the earlier run exited
     /// for, unless it published another just before), at the file's time.
-    fn read_request(&mut self, now: Instant) {
-        let Some(file) = handoff::read_restart_request(&self.handoff_dir) else {
+    async fn read_request(&mut self, now: Instant) {
+        let dir = self.handoff_dir.clone();
+        let found = off_runtime(move || {
+            let file = handoff::read_restart_request(&dir)?;
+            // For a request that can't be read: the decision published now.
+            let published = file.request.is_none().then(|| handoff::read(&dir));
+            Some((file, published))
+        })
+        .await
+        .flatten();
+        let Some((file, published)) = found else {
             return;
         };
         let wall_now = jiff::Timestamp::now();
@@ -182,8 +191,8 @@ impl Restarter {
                 });
                 (r.generation, r.hub, written.ok())
             }
-            None => match handoff::read(&self.handoff_dir) {
-                Ok(Some(h)) => {
+            None => match published {
+                Some(Ok(Some(h))) => {
                     tracing::warn!(generation = h.generation, hub = %h.hub, "taking the unreadable restart request for the decision published now");
                     (h.generation, h.hub, None)
                 }
@@ -206,7 +215,8 @@ impl Restarter {
                 hub,
                 at,
             }),
-        );
+        )
+        .await;
     }
 
     /// The worker's processes. Once the exec wrapper has acknowledged a decision, the worker is
@@ -217,42 +227,59 @@ impl Restarter {
     /// PID the kernel hands to another process later is not it. Without an acknowledgement
     /// (a worker not started through `hub-follower exec`), every process with the worker's
     /// name.
-    fn worker_processes(&mut self) -> Vec<ProcessId> {
-        let name = &self.config.worker_process;
-        let Some(ack) = handoff::read_ack(&self.handoff_dir) else {
-            return match self.acked {
-                Acked::Never => process::find(name),
-                Acked::Process(_, p) => p.filter(|p| process::alive(*p)).into_iter().collect(),
+    async fn worker_processes(&mut self) -> Vec<ProcessId> {
+        let (name, dir, acked) = (
+            self.config.worker_process.clone(),
+            self.handoff_dir.clone(),
+            self.acked,
+        );
+        let found = off_runtime(move || {
+            let Some(ack) = handoff::read_ack(&dir) else {
+                let found = match acked {
+                    Acked::Never => process::find(&name),
+                    Acked::Process(_, p) => p.filter(|p| process::alive(*p)).into_iter().collect(),
+                };
+                return (found, acked);
             };
+            let current = match acked {
+                // Once seen, the same process; until then (the wrapper writes the
+                // acknowledgement just before it execs the worker), look again.
+                Acked::Process(pid, Some(p)) if pid == ack.pid => {
+                    Some(p).filter(|p| process::alive(*p))
+                }
+                _ => process::named(ack.pid, &name),
+            };
+            (
+                current.into_iter().collect(),
+                Acked::Process(ack.pid, current),
+            )
+        })
+        .await;
+        // A scan that panicked found nothing, and changed nothing.
+        let Some((found, acked)) = found else {
+            return Vec::new();
         };
-        let current = match self.acked {
-            // Once seen, the same process; until then (the wrapper writes the acknowledgement
-            // just before it execs the worker), look again.
-            Acked::Process(pid, Some(p)) if pid == ack.pid => {
-                Some(p).filter(|p| process::alive(*p))
-            }
-            _ => process::named(ack.pid, name),
-        };
-        self.acked = Acked::Process(ack.pid, current);
-        current.into_iter().collect()
+        self.acked = acked;
+        found
     }
 
-    fn read_ack(&mut self, now: Instant) {
-        if let Some(ack) = handoff::read_ack(&self.handoff_dir) {
+    async fn read_ack(&mut self, now: Instant) {
+        let dir = self.handoff_dir.clone();
+        if let Some(ack) = off_runtime(move || handoff::read_ack(&dir)).await.flatten() {
             let ack = machine::Ack {
                 generation: ack.generation,
                 hub: ack.hub,
             };
-            self.feed(now, Event::Ack(ack));
+            self.feed(now, Event::Ack(ack)).await;
         }
     }
 
     /// One event through the machine, its actions carried out, and the view republished.
-    fn feed(&mut self, now: Instant, event: Event) {
+    async fn feed(&mut self, now: Instant, event: Event) {
         let mut queue = self.machine.handle(now, event);
         while !queue.is_empty() {
             for action in std::mem::take(&mut queue) {
-                if let Some(result) = self.carry_out(action) {
+                if let Some(result) = self.carry_out(action).await {
                     queue.extend(self.machine.handle(now, result));
                 }
             }
@@ -260,7 +287,7 @@ impl Restarter {
         self.publish();
     }
 
-    fn carry_out(&mut self, action: Action) -> Option<Event> {
+    async fn carry_out(&mut self, action: Action) -> Option<Event> {
         match action {
             Action::Signal(procs) => {
                 let mut delivered = Vec::new();
@@ -296,7 +323,11 @@ impl Restarter {
                     requested_at: jiff::Timestamp::now().to_string(),
                     exit_code: code,
                 };
-                if let Err(e) = handoff::write_restart_request(&self.handoff_dir, &request) {
+                let dir = self.handoff_dir.clone();
+                let written = off_runtime(move || handoff::write_restart_request(&dir, &request))
+                    .await
+                    .unwrap_or_else(|| Err(std::io::Error::other("the write panicked")));
+                if let Err(e) = written {
                     tracing::error!(dir = %self.handoff_dir.display(), error = %e, "cannot write the restart request, so not exiting: the next sidecar would not know the worker is restarting onto the new hub. Trying again after the cooldown");
                     return Some(Event::ExitFailed);
                 }
@@ -310,7 +341,11 @@ impl Restarter {
                     hub,
                     requested_at: jiff::Timestamp::now().to_string(),
                 };
-                if let Err(e) = handoff::write_move_request(&self.handoff_dir, &request) {
+                let dir = self.handoff_dir.clone();
+                let written = off_runtime(move || handoff::write_move_request(&dir, &request))
+                    .await
+                    .unwrap_or_else(|| Err(std::io::Error::other("the write panicked")));
+                if let Err(e) = written {
                     tracing::error!(dir = %self.handoff_dir.display(), error = %e, "cannot write the move request for the exec wrapper; trying again after the cooldown");
                     return Some(Event::MoveFailed);
                 }
@@ -385,6 +420,13 @@ fn decision_of(h: &Handoff) -> machine::Decision {
         generation: h.generation,
         reason: h.reason,
     }
+}
+
+/// `f` on the blocking pool: the handoff folder's files (synced writes among them) and the
+/// `/proc` scan must not stall the runtime that serves `/healthz` and runs the rounds. None
+/// when `f` panicked.
+async fn off_runtime<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Option<T> {
+    tokio::task::spawn_blocking(f).await.ok()
 }
 
 async fn sleep_until(at: Option<Instant>) {

@@ -27,6 +27,7 @@ ALERTS = {
     "HubFollowerOverrideRefused",
     "HubFollowerActiveHubUnreachable",
     "HubFollowerActiveHubNotClaiming",
+    "HubFollowerNoClaimSeen",
     "HubFollowerSwitchHeld",
     "HubFollowerSplitBrain",
 }
@@ -134,10 +135,12 @@ def test_rule_matches_the_crd_schema(rendered):
     assert rule["metadata"]["labels"]["release"] == "kube-prometheus-stack"
 
 
-def test_the_ten_alerts_are_there(rendered):
+def test_the_eleven_alerts_are_there(rendered):
     _, alerts = rules(rendered)
     assert set(alerts) == ALERTS
-    assert len(ALERTS) == 10
+    assert len(ALERTS) == 11
+    assert alerts["HubFollowerNoClaimSeen"]["for"] == "1m"
+    assert alerts["HubFollowerNoClaimSeen"]["labels"]["severity"] == "critical"
     assert alerts["HubFollowerActiveHubNotClaiming"]["for"] == "1m"
     assert alerts["HubFollowerActiveHubNotClaiming"]["labels"]["severity"] == "critical"
     assert alerts["HubFollowerActiveHubUnreachable"]["for"] == "1m"
@@ -275,7 +278,7 @@ def test_new_alerts_follow_their_for_and_the_sidecar_settings(chart):
     r = chartkit.render(chart, chartkit.hf(
         deadHubAfter="10m", splitBrainWindow="15m",
         metrics={"prometheusRule": {"enabled": True, "for": {"activeHubUnreachable": "3m", "activeHubNotClaiming": "2m",
-                                                             "switchHeld": "10m", "splitBrain": "5m"}}},
+                                                             "noClaimSeen": "4m", "switchHeld": "10m", "splitBrain": "5m"}}},
     ))
     _, alerts = rules(r)
     assert alerts["HubFollowerActiveHubUnreachable"]["for"] == "3m"
@@ -284,6 +287,8 @@ def test_new_alerts_follow_their_for_and_the_sidecar_settings(chart):
     assert alerts["HubFollowerActiveHubNotClaiming"]["for"] == "2m"
     assert "held for 2m," in alerts["HubFollowerActiveHubNotClaiming"]["annotations"]["description"]
     assert "deadHubAfter (10m)" in alerts["HubFollowerActiveHubNotClaiming"]["annotations"]["description"]
+    assert alerts["HubFollowerNoClaimSeen"]["for"] == "4m"
+    assert "held for 4m." in alerts["HubFollowerNoClaimSeen"]["annotations"]["description"]
     assert alerts["HubFollowerSwitchHeld"]["for"] == "10m"
     assert " for 10m," in alerts["HubFollowerSwitchHeld"]["annotations"]["description"]
     assert alerts["HubFollowerSplitBrain"]["for"] == "5m"
@@ -291,7 +296,7 @@ def test_new_alerts_follow_their_for_and_the_sidecar_settings(chart):
     assert alerts["HubFollowerSecondaryHubUnreachable"]["for"] == "10m"
 
 
-@pytest.mark.parametrize("key", ["activeHubUnreachable", "activeHubNotClaiming", "switchHeld", "splitBrain"])
+@pytest.mark.parametrize("key", ["activeHubUnreachable", "activeHubNotClaiming", "noClaimSeen", "switchHeld", "splitBrain"])
 @pytest.mark.parametrize("bad", ["5", "five minutes", "-5m", "500ms"])
 def test_new_for_values_must_be_durations(chart, key, bad):
     with pytest.raises(Exception, match=key):

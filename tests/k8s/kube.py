@@ -116,10 +116,11 @@ def yaml_docs(path: Path) -> list[dict[str, Any]]:
     return [d for d in yaml.safe_load_all(path.read_text()) if d]
 
 
-def hub_crds() -> list[dict[str, Any]]:
-    """The hub CRDs from the worker-operator's module, the Cluster CRD given activeController."""
+def hub_crds(declare_claim: bool = True) -> list[dict[str, Any]]:
+    """The hub CRDs from the worker-operator's module, the Cluster CRD given activeController
+    (as released, without it, when not `declare_claim`)."""
     crds = [d for name in HUB_CRDS for d in yaml_docs(worker_module_dir() / "tests" / "files" / "crd" / name)]
-    for crd in crds:
+    for crd in crds if declare_claim else []:
         if crd["metadata"]["name"] == "clusters.controller.kubeslice.io":
             for version in crd["spec"]["versions"]:
                 status = version["schema"]["openAPIV3Schema"]["properties"]["status"]
@@ -454,9 +455,9 @@ class Hub:
     reader: str = "worker-1"  # the service account hub-follower authenticates as
     worker: str = WORKER_SA[1]  # the upstream worker-operator's service account
 
-    def install(self) -> "Hub":
+    def install(self, declare_claim: bool = True) -> "Hub":
         cp = self.cp
-        crds = hub_crds()
+        crds = hub_crds(declare_claim)
         cp.apply(*crds)
         for crd in crds:
             cp.kubectl("wait", "--for=condition=Established", f"crd/{crd['metadata']['name']}", "--timeout=60s")

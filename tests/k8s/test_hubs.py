@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from follower import Follower
+from follower import Follower, binary, check
 from kube import ControlPlane, Hub, Pki, wait_for, write_atomically
 
 A_ID, B_ID = "ctrl-a", "ctrl-b"
@@ -232,3 +232,23 @@ def test_a_promotion_of_a_third_listed_hub_is_followed(claims_on_a, hub_c, start
     assert f.metric("kubeslice_worker_hub_watch_events_total", hub="hub-c", type="modified") >= 1
     # C answered with the token the worker is handed: its own, from C's own signer.
     assert f.status()["hubs"]["hub-c"]["verdict"] == "claim"
+
+
+def test_check_names_the_hub_whose_crd_drops_the_claim(hubs, workdir, tmp_path):
+    """A hub serving the Cluster CRD as worker-operator v1.6.4 ships it, without
+    status.activeController: the controller's write succeeds and the API server drops the
+    field. `check` reads each hub's OpenAPI v3 document and names that hub."""
+    a, _ = hubs
+    root = workdir / "hub-upstream-crd"
+    cp = ControlPlane("hub-upstream-crd", root, Pki(root / "pki")).start()
+    try:
+        c = Hub(cp).install(declare_claim=False)
+        c.claim(c.cp.endpoint, "ctrl-c")
+        assert "activeController" not in c.status(), "the upstream CRD kept the field"
+        report = check(binary(), Follower(tmp_path / "f", a, c, a.token(), c.token()).env())
+        fields = {h["hub"]: h.get("claimField") for h in report["hubs"]}
+        assert fields == {"primary": "declared", "secondary": "not_declared"}, report
+        dropped = [p for p in report.get("problems", []) if p["problem"] == "crd_drops_claim"]
+        assert len(dropped) == 1 and "the secondary hub's Cluster CRD" in dropped[0]["fix"], report
+    finally:
+        cp.stop()

@@ -109,6 +109,10 @@ pub enum WatchFault {
     Silent,
     /// Answer lists; accept watch requests and never answer them.
     SilentWatch,
+    /// Answer lists; answer watch requests with this status, as an API server answers a watch
+    /// from a resourceVersion ahead of its etcd (restored from a backup): 504, `Too large
+    /// resource version`.
+    WatchStatus(u16),
 }
 
 #[derive(Debug)]
@@ -136,6 +140,9 @@ pub struct HubState {
     pub accepts: u64,
     /// Bumped by every change of the claim, as an API server bumps resourceVersion.
     pub resource_version: u64,
+    /// Whether the Cluster kind in the hub's OpenAPI document declares
+    /// `status.activeController`.
+    pub declares_claim: bool,
     changes: watch::Sender<u64>,
 }
 
@@ -193,6 +200,7 @@ impl FakeHub {
             handshakes: 0,
             accepts: 0,
             resource_version: 1,
+            declares_claim: true,
             changes: watch::channel(1).0,
         }));
         let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await.unwrap();
@@ -373,6 +381,13 @@ async fn connection(tcp: TcpStream, tls: TlsAcceptor, state: Arc<Mutex<HubState>
         let target = head.split_whitespace().nth(1).unwrap_or("/").to_string();
         let (path, query) = target.split_once('?').unwrap_or((&target, ""));
         let collection = state.lock().unwrap().collection();
+        if path.starts_with("/openapi/v3") {
+            let document = openapi(&state.lock().unwrap(), path);
+            if stream.write_all(&document).await.is_err() || stream.flush().await.is_err() {
+                return;
+            }
+            continue;
+        }
         if path == collection {
             if !collection_request(&mut stream, &state, &head, query).await {
                 return;
@@ -447,6 +462,10 @@ where
                 "Forced",
                 &format!("the fake hub answers {code}"),
             ))
+        } else if let (WatchFault::WatchStatus(code), true) = (&s.watch_fault, is_watch) {
+            // A long message: what a hub says is cut before it is shown or logged.
+            let message = format!("Too large resource version: {}", "x".repeat(5000));
+            Some(status(*code, "Timeout", &message))
         } else if !is_watch {
             let list = serde_json::json!({
                 "apiVersion": "controller.kubeslice.io/v1alpha1",
@@ -606,6 +625,28 @@ fn answer(s: &HubState, head: &str) -> Vec<u8> {
         );
     }
     http(200, "application/json", s.cluster().to_string().as_bytes())
+}
+
+/// The OpenAPI v3 root and the group's document, its Cluster kind declaring
+/// `status.activeController` unless the hub is set not to (the CRD of worker-operator v1.6.4).
+fn openapi(s: &HubState, path: &str) -> Vec<u8> {
+    let group = "/openapi/v3/apis/controller.kubeslice.io/v1alpha1";
+    let body = if path == "/openapi/v3" {
+        serde_json::json!({"paths": {"apis/controller.kubeslice.io/v1alpha1": {
+            "serverRelativeURL": format!("{group}?hash=F4KE")}}})
+    } else if path == group {
+        let mut status =
+            serde_json::json!({"type": "object", "properties": {"namespaces": {"type": "array"}}});
+        if s.declares_claim {
+            status["properties"]["activeController"] = serde_json::json!({"type": "object"});
+        }
+        serde_json::json!({"components": {"schemas": {"io.kubeslice.controller.v1alpha1.Cluster": {
+            "x-kubernetes-group-version-kind": [{"group": "controller.kubeslice.io", "kind": "Cluster", "version": "v1alpha1"}],
+            "properties": {"spec": {"type": "object"}, "status": status}}}}})
+    } else {
+        return status(404, "NotFound", "the page could not be found");
+    };
+    http(200, "application/json", body.to_string().as_bytes())
 }
 
 fn status(code: u16, reason: &str, message: &str) -> Vec<u8> {

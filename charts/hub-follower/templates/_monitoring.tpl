@@ -31,6 +31,9 @@ the old hub keeps its stale claim (a dead hub under the worker is
 HubFollowerActiveHubUnreachable's), and split_brain is HubFollowerSplitBrain's.
 HubFollowerActiveHubNotClaiming is the hub the worker is on answering, its watch up, with
 no claim for itself after its controller was seen republishing: its controller stopped.
+HubFollowerNoClaimSeen is no hub showing any claim for ten minutes: nothing publishes in
+HA mode, or the hubs' Cluster CRD drops status.activeController; the worker follows no
+failover, and nothing else would say so.
 */}}
 {{- define "hub-follower.prometheusRule" -}}
 {{- $hf := .Values.hubFollower -}}
@@ -150,6 +153,27 @@ spec:
             summary: hub-follower sees no claim from the controller of the hub the worker is on.
             description: {{ printf "The hub that {{ $labels.namespace }}/{{ $labels.pod }}'s worker is on answers, and its watch is up, but it has shown no claim for itself for more than 60s, and that has held for %s, although its controller rewrote its claim before; the controller has stopped publishing. After deadHubAfter (%s) without one, a claim another hub makes for itself moves the worker even if it is not fresher than the current decision's." $rule.for.activeHubNotClaiming $hf.deadHubAfter | quote }}
             runbook_url: {{ printf "%s#hubfolloweractivehubnotclaiming" $base }}
+        # No hub has shown a claim, read or watched, for more than 600s: no controller
+        # publishes in HA mode, or a hub's Cluster CRD does not declare
+        # status.activeController and its API server drops the field (KubeSlice's own
+        # controller rewrites its erased claim every 30s). The gauge is the last claim's
+        # time, or the sidecar's first round while none has come; 0 with one hub. The
+        # sidecar records a HubNoClaim Warning Event at 600s.
+        - alert: HubFollowerNoClaimSeen
+          expr: |
+            (time() - kubeslice_worker_hub_claim_seen_timestamp_seconds) > 600
+            and
+            (kubeslice_worker_hub_claim_seen_timestamp_seconds > 0)
+          for: {{ $rule.for.noClaimSeen }}
+          labels:
+            severity: critical
+            {{- with $rule.alertLabels }}
+            {{- toYaml . | nindent 12 }}
+            {{- end }}
+          annotations:
+            summary: hub-follower has seen no claim from any hub, so the worker follows no failover.
+            description: {{ printf "No hub has shown {{ $labels.namespace }}/{{ $labels.pod }}'s sidecar a claim (status.activeController, read or watched) for more than 600s, and that has held for %s. No controller publishes in HA mode, or a hub's Cluster CRD does not declare status.activeController and its API server drops the field. The worker stays where it is and follows no failover." $rule.for.noClaimSeen | quote }}
+            runbook_url: {{ printf "%s#hubfollowernoclaimseen" $base }}
         # A restart after a switch that was not confirmed: the worker may still be
         # talking to the old hub.
         - alert: HubFollowerWorkerRestartUnverified

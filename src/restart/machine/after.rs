@@ -85,8 +85,12 @@ impl Machine {
                     self.record(Outcome::Unverified);
                 }
                 RestartMode::InPlace => {
-                    tracing::warn!(timeout = %humantime::format_duration(self.config.verify_timeout), "the exec wrapper did not acknowledge the new hub: is the worker's container started with `hub-follower exec --in-place`, on the same handoff folder?");
-                    self.record(Outcome::Unverified);
+                    // Nothing but the wrapper moves the worker in place: without its
+                    // acknowledgement the worker has not moved (the wrapper missed the request,
+                    // or is not there). The move is owed still, and asked for again.
+                    tracing::warn!(timeout = %humantime::format_duration(self.config.verify_timeout), "the exec wrapper did not acknowledge the new hub; asking it again. Is the worker's container started with `hub-follower exec --in-place`, on the same handoff folder?");
+                    self.on_request_unwritten(now);
+                    return;
                 }
                 RestartMode::Signal | RestartMode::Liveness => {
                     tracing::warn!("could not verify that the worker restarted onto the new hub");
