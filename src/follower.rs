@@ -25,6 +25,8 @@ mod pace;
 #[cfg(test)]
 mod pace_simulation;
 #[cfg(test)]
+mod real_controller_simulation;
+#[cfg(test)]
 mod simulation;
 mod steering;
 

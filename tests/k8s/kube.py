@@ -64,6 +64,10 @@ ACTIVE_CONTROLLER_SCHEMA = {
     "properties": {
         "endpoint": {"type": "string"},
         "identity": {"type": "string"},
+        # What KubeSlice's own HA controller writes (tests/k8s/ha_controller.py): the
+        # identity under this name, and its hub's CA.
+        "activeIdentity": {"type": "string"},
+        "caBundle": {"type": "string"},
         "lastUpdated": {"type": "string", "format": "date-time"},
         "epoch": {"type": "integer", "format": "int64"},
     },

@@ -25,7 +25,6 @@ import signal
 import statistics
 import subprocess
 import sys
-import threading
 import time
 import urllib.request
 from datetime import datetime, timezone
@@ -34,6 +33,7 @@ from typing import Any, Callable
 
 import pytest
 
+from ha_controller import HaController, ha_pair
 from kube import BIN, IMAGES, KUBE_VERSION, MEASURE, NODE_NAME, REPO, SAMPLES, ControlPlane, Hub, Node, b64, oci_archive, wait_for, worker_cluster_crds
 from test_node import IMAGE_REPO, NODE_SOCK, NS, PAUSE, Pod, annotate, build_images, children, in_seconds, notes, parse_time
 
@@ -477,45 +477,15 @@ def test_promotion_to_the_real_workers_first_write_on_b(real_node, worker_chart,
 QUICK = {"pollInterval": "2s", "probeTimeout": "1s", "restart": {"jitter": "1s", "cooldown": "5s"}}
 ACTION = {"signal": "signalled the worker", "in-place": "asking the exec wrapper to restart the worker in place"}
 MOVES = REPO / "target" / "k8s" / "real-worker-moves.json"
-REPUBLISH = 10  # seconds between two publications of the Active controller's claim
+# The Active's controller (tests/k8s/ha_controller.py) re-checks its claim this often (30 s
+# upstream): the worker erases it on the hub it talks to, and this brings it back.
+REPUBLISH = 10
 PIN = 60  # how long the pin lasts, from when it is written
 
 
 def stamps(lines: list[str], needle: str) -> list[float]:
     """kubelet's timestamps of the log lines that contain `needle`."""
     return [parse_time(line.split(" ", 1)[0]) for line in lines if needle in line]
-
-
-class Controllers:
-    """The two hubs' controllers, Active on A: every REPUBLISH seconds the Active's controller
-    publishes its claim on A with a fresh lastUpdated, and the Standby's mirrors it on B. In
-    between, the worker erases the claim on the hub it talks to; this timer is what brings it
-    back (operations.md: the worker returns within one republish period)."""
-
-    def __init__(self, hubs):
-        self.hubs, self.stop, self.failed = hubs, threading.Event(), []
-        self.thread = threading.Thread(target=self._run, name="controllers", daemon=True)
-
-    def _run(self) -> None:
-        a = self.hubs[0]
-        while not self.stop.is_set():
-            try:
-                for hub in self.hubs:
-                    hub.claim(a.cp.endpoint, A_ID)
-            except Exception as e:  # reported by check(), in the test's own thread
-                self.failed.append(e)
-            self.stop.wait(REPUBLISH)
-
-    def __enter__(self) -> "Controllers":
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.stop.set()
-        self.thread.join(60)
-
-    def check(self) -> None:
-        assert not self.failed, f"publishing the controllers' claims failed: {self.failed}"
 
 
 @pytest.mark.parametrize("mode", ["in-place", "signal"] if MEASURE else ["in-place"])
@@ -538,7 +508,7 @@ def test_the_runbook_s_four_moves_in_three_minutes(real_node, worker_chart, hubs
     samples = []
     try:
         wait_for("A's claim erased by the worker", lambda: not has_claim(a), 30)
-        with Controllers(hubs) as controllers:
+        with ha_pair(a, b, A_ID, B_ID, recheck=REPUBLISH) as controllers:
             began = time.time()
             for k, (step, act, to, away, name, note) in enumerate(steps):
                 t_step = time.time()
@@ -555,7 +525,8 @@ def test_the_runbook_s_four_moves_in_three_minutes(real_node, worker_chart, hubs
                 # audit log names the user; worker_writes keeps that account's alone).
                 wait_for(f"{step}: the worker's first write on {name}", lambda: status_writes(to, acted[-1]), 60, every=0.2)
                 assert worker_writes(away, started + 1) == [], f"{step}: the old hub still got the worker's writes"
-                controllers.check()
+                for c in controllers:
+                    c.check()
             elapsed = time.time() - began
         assert any("(expired)" in e.get("note", "") for e in notes(pod, "HubPinEnded")), "the pin did not end by expiring"
         backoffs = [e.get("message", "") for e in pod.events("BackOff")]
@@ -658,3 +629,112 @@ def test_in_place_the_real_worker_s_crash_a_sidecar_killed_mid_move_and_pod_dele
             pod.save("in-place")
             pod.delete()
         wait_for("the pod gone", lambda: pod.cp.kubectl("get", "pod", pod.name, "-n", NS, check=False).returncode != 0, 90)
+
+
+# ---------------------------------------------------------------------------------------------
+# KubeSlice's own HA controller's hub side (tests/k8s/ha_controller.py), with the real worker
+
+# The stand-ins' periods, shortened so that a case of minutes takes tens of seconds: they
+# re-check every 3 s (30 s upstream) and promote 5 s after the Lease stops (15 + 5 s upstream).
+HA = {"recheck": 3, "lease": 3, "padding": 2, "renew": 1}
+# The sidecar's bounds shortened in the same spirit: 30 s each (3m and 5m by default).
+HA_SIDECAR = {"pollInterval": "2s", "probeTimeout": "1s", "deadHubAfter": "30s", "splitBrainWindow": "30s",
+              "restart": {"jitter": "1s", "cooldown": "5s"}}
+DEAD_HUB_AFTER = WINDOW = 30
+SKEW = 90  # A's clock runs this far ahead
+
+
+def erase_claims(hubs) -> None:
+    for hub in hubs:
+        hub.cp.kubectl("patch", "clusters.controller.kubeslice.io", hub.cluster, "-n", hub.namespace,
+                       "--subresource=status", "--type=merge", "-p", json.dumps({"status": {"activeController": None}}))
+
+
+def test_the_real_controllers_hub_side_steady_state_skew_a_new_sidecar_and_a_recovered_old_active(real_node, worker_chart, hubs, tmp_path):
+    """#46's cases on real API servers, with the stand-in of KubeSlice's own HA controller on
+    each hub and the real worker-operator, in order on one pod:
+    1. steady state: A leads, B mirrors; the worker erases A's claim and A rewrites it at each
+       re-check: no switch;
+    2. A's clock 90 s ahead, its controller dies with its API server up, B promotes: B's claim
+       is older than the basis, yet the worker reaches B within deadHubAfter plus the
+       confirmation span, and the gauge HubFollowerActiveHubNotClaiming fires on is set first;
+    3. a new sidecar beside the worker that erases B's claim: its generation 1 is B (startup);
+    4. A's controller comes back more than a window later and leads beside B (no demotion):
+       over three windows, each sidecar moves at most once."""
+    from follower import Follower
+
+    a, b = hubs
+    erase_claims(hubs)
+    ctrl_a = HaController(a, b, A_ID, skew=SKEW, **HA).start(leads=True)
+    ctrl_b = HaController(b, a, B_ID, **HA).start(leads=False)
+    follower = None
+    pod = None
+    try:
+        wait_for("A's claim mirrored on B", lambda: (b.status().get("activeController") or {}).get("activeIdentity") == A_ID
+                 or ctrl_b.mirrored > 0, 30)
+        secret = secondary_secret(real_node, b, "kubeslice-hub-secondary", b.token(b.worker))
+        t0 = time.time()
+        pod = RealWorkerPod(real_node, worker_chart, hubs, "real-worker-ha", secret, extra=HA_SIDECAR).create()
+        # A's Cluster still says Registered from the pods before: wait for this pod's worker.
+        assert wait_for("the worker started", pod.worker_hub, 180, every=0.5) == "primary"
+        wait_for("the worker's writes on hub A", lambda: status_writes(a, max(t0, pod.manager_started() - 1)), 120, every=0.5)
+        assert pod.status()["published"]["hub"] == "primary"
+
+        # 1. Steady state: the worker erases each claim A writes, and A writes it again.
+        wait_for("A's claim erased by the worker", lambda: not has_claim(a), 30)
+        publishes = len(ctrl_a.publishes)
+        holds("the worker on A, never restarted", lambda: pod.restarts("manager") == 0 and pod.worker_hub() == "primary", 60)
+        republished = len(ctrl_a.publishes) - publishes
+        assert republished >= 10, f"A's controller rewrote its erased claim {republished} times in 60 s"
+        assert pod.metric("kubeslice_worker_hub_switches_total") == 0
+        assert pod.status()["published"]["generation"] == 1
+        ctrl_a.check(), ctrl_b.check()
+
+        # 2. A's controller dies; A's API server stays up. B promotes after the Lease bound.
+        ctrl_a.stop()
+        died = time.time()
+        last_a = ctrl_a.publishes[-1]
+        wait_for("B's promotion", lambda: ctrl_b.promoted_at is not None and ctrl_b.publishes, 30)
+        wait_for("the switch held: B's claim is older than the basis",
+                 lambda: (pod.status().get("held") or {}).get("reason") == "older_than_basis", 30, every=0.5)
+        wait_for("the gauge of HubFollowerActiveHubNotClaiming set", lambda: pod.metric("kubeslice_worker_hub_active_hub_unclaimed_since_timestamp_seconds") > 0, 30)
+        assert pod.worker_hub() == "primary", "the worker moved before the alert's gauge was set"
+        wait_for("the decision: B", lambda: pod.status()["published"]["hub"] == "secondary", DEAD_HUB_AFTER + 30, every=0.5)
+        decided = time.time()
+        # From A's last claim (its watch showed it within milliseconds): the dead-hub bound, then
+        # 3 confirmations a second apart and a round's slack.
+        bound = DEAD_HUB_AFTER + 3 + 2 + 3
+        print(f"A's last claim -> decision B: {decided - last_a:.1f}s (A's controller died {died - last_a:.1f}s after it; bound {bound}s)")
+        assert decided - last_a <= bound, f"{decided - last_a:.1f}s from A's last claim to the decision, over {bound}s"
+        wait_for("the worker restarted onto B", lambda: pod.restarts("manager") == 1 and pod.worker_hub() == "secondary", 60, every=0.5)
+        moved = time.time()
+        wait_for("the worker's first write on hub B", lambda: status_writes(b, moved - 5), 120, every=0.5)
+
+        # 3. A new sidecar beside the worker that erases B's claim: both hubs mostly read as no
+        # claim, but B's watch shows each of B's rewrites.
+        follower = Follower(tmp_path / "new-sidecar", a, b, a.token(), b.token(),
+                            {"HUB_POLL_INTERVAL": "2s", "HUB_PROBE_TIMEOUT": "1s", "HUB_DEAD_HUB_AFTER": f"{DEAD_HUB_AFTER}s",
+                             "HUB_SPLIT_BRAIN_WINDOW": f"{WINDOW}s"}).start()
+        first = wait_for("the new sidecar's first decision", follower.handoff, 60, every=0.2)
+        assert (first["hub"], first["generation"], first["reason"]) == ("secondary", 1, "startup"), first
+
+        # 4. A's controller recovers more than a window after the move, and leads beside B.
+        time.sleep(max(0.0, moved + WINDOW + 5 - time.time()))
+        ctrl_a = HaController(a, b, A_ID, skew=SKEW, **HA).start(leads=True)
+        restarts, generation = pod.restarts("manager"), follower.handoff()["generation"]
+        wait_for("A's claim republished", lambda: ctrl_a.publishes, 30)
+        holds("each sidecar moving at most once", lambda: pod.restarts("manager") <= restarts + 1
+              and follower.handoff()["generation"] <= generation + 1, 3 * WINDOW)
+        print(f"both leading for {3 * WINDOW}s: the pod restarted its worker {pod.restarts('manager') - restarts} times, "
+              f"the new sidecar moved {follower.handoff()['generation'] - generation} times; "
+              f"A rewrote its claim {len(ctrl_a.publishes)} times, B {len(ctrl_b.publishes)}")
+        ctrl_a.check(), ctrl_b.check()
+    finally:
+        for c in (ctrl_a, ctrl_b):
+            c.stop()
+        if follower is not None:
+            follower.stop()
+        if pod is not None:
+            pod.save("ha")
+            pod.delete()
+        erase_claims(hubs)
