@@ -21,6 +21,7 @@ use tokio::sync::{watch, Notify};
 use tokio::time::Instant;
 
 use crate::claim::{bounded_resource_version, parse_cluster, Claim, Endpoint};
+use crate::handoff::Handoff;
 use crate::hub::truncate;
 use crate::metrics::Metrics;
 use crate::resolver::Candidate;
@@ -53,11 +54,11 @@ pub struct WatchView {
     /// a (re)connection.
     #[serde(skip)]
     pub vouches_until: Option<Instant>,
-    /// The last claim an event or a list showed, numbered: what the worker-operator erases
-    /// within milliseconds is seen here, and the resolver remembers it for the hub the worker
-    /// is on (rule 11).
+    /// The last claim an event or a list showed, numbered, and when: what the worker-operator
+    /// erases within milliseconds is seen here, and the resolver takes it as evidence dated
+    /// when it was shown (the round that reads it may come minutes later: [`is_news`]).
     #[serde(skip)]
-    pub shown: Option<(u64, Claim)>,
+    pub shown: Option<(u64, Claim, jiff::Timestamp)>,
     /// What the watch has followed without a gap, for confirmations the watch vouches for.
     #[serde(skip)]
     pub tracked: Option<Tracked>,
@@ -158,6 +159,8 @@ pub struct HubWatch {
     pub view: watch::Sender<WatchView>,
     /// Whether news includes a change of `lastUpdated` alone ([`Closely`]).
     pub closely: Closely,
+    /// The published decision: a claim for its hub, and an erasure, are no news ([`is_news`]).
+    pub decided: watch::Receiver<Option<Handoff>>,
 }
 
 /// Why a watch request is over.
@@ -394,15 +397,17 @@ impl HubWatch {
         Ok((seen, rv))
     }
 
-    /// A round at once when the claim differs from the last one seen. The first list after
-    /// (re)connecting also counts: something may have changed while the watch was away.
+    /// A round at once when the claim changed in a way that could move the decision
+    /// ([`is_news`]).
     fn compare(&self, last: &mut Option<Seen>, seen: Seen) {
-        if last.as_ref() != Some(&seen) {
+        let decided = self.decided.borrow().as_ref().map(|h| h.hub);
+        let news = is_news(last.as_ref(), &seen, decided);
+        *last = Some(seen);
+        if news {
             tracing::debug!(
                 hub = self.hub.as_str(),
                 "the claim changed; reading all hubs now"
             );
-            *last = Some(seen);
             self.trigger.notify_one();
         }
     }
@@ -447,8 +452,8 @@ impl HubWatch {
                 }
             });
             if let Some(claim) = claim {
-                let n = view.shown.as_ref().map_or(0, |(n, _)| *n) + 1;
-                view.shown = Some((n, claim));
+                let n = view.shown.as_ref().map_or(0, |(n, _, _)| *n) + 1;
+                view.shown = Some((n, claim, jiff::Timestamp::now()));
             }
         });
         // Read after the view is updated: the follower sets the flag before it looks at the
@@ -552,6 +557,29 @@ fn backoff_pause(failures: u32, jitter: f64) -> Duration {
     }
 }
 
+/// Whether a watch that last showed `last` (none: nothing since it (re)connected) and now
+/// shows `seen` starts a round at once, while the published decision is on `decided`.
+///
+/// Every change of the candidate is news, except two that cannot move the decision:
+/// - **an erasure** (a claim gone): a hub without a claim has no say (rule 2), and the claim
+///   the watch showed stays evidence, dated when it was shown;
+/// - **a claim naming the hub the decision is on**: it can only keep the decision, and it is
+///   evidence at the next round as it is (the basis, rule 10's clock, rule 11).
+///
+/// Against KubeSlice's own controller these are every change in the steady state: the Active
+/// republishes what the worker-operator erased within milliseconds, every 30 s, and the
+/// Standby's mirror copies both. Without a decision every change is news, and so is the
+/// first list after (re)connecting: something may have changed while the watch was away.
+/// A claim the follower follows closely raises news in [`HubWatch::show`] on its own terms.
+pub fn is_news(last: Option<&Seen>, seen: &Seen, decided: Option<HubId>) -> bool {
+    match (last, decided) {
+        (None, _) => true,
+        (Some(last), _) if last == seen => false,
+        (Some(_), None) => true,
+        (Some(_), Some(decided)) => seen.as_ref().is_some_and(|c| c.hub != decided),
+    }
+}
+
 /// The claim a watched object carries; an object that can't be read carries none (the round
 /// that follows will say why).
 fn claim_in(obj: &DynamicObject) -> Option<Claim> {
@@ -562,6 +590,46 @@ fn claim_in(obj: &DynamicObject) -> Option<Claim> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn news_is_a_claim_that_could_move_the_decision() {
+        let on = |hub| {
+            Some(Candidate {
+                hub,
+                identity: Some("ctrl".into()),
+            })
+        };
+        let (a, b) = (HubId::PRIMARY, HubId::SECONDARY);
+        let decided_a = Some(a);
+        // (last, seen, decided, news)
+        let cases: [(Option<Seen>, Seen, Option<HubId>, bool); 12] = [
+            // The first list after (re)connecting, whatever it shows.
+            (None, None, decided_a, true),
+            (None, on(a), decided_a, true),
+            // No decision yet: every change.
+            (Some(on(a)), None, None, true),
+            (Some(None), on(a), None, true),
+            (Some(on(a)), on(a), None, false),
+            // Unchanged.
+            (Some(on(b)), on(b), decided_a, false),
+            (Some(None), None, decided_a, false),
+            // The Active republishing itself after the worker's erasure, and the erasure.
+            (Some(None), on(a), decided_a, false),
+            (Some(on(a)), None, decided_a, false),
+            // Another hub named: a promotion, a split brain, a demotion naming the other.
+            (Some(None), on(b), decided_a, true),
+            (Some(on(a)), on(b), decided_a, true),
+            // An unconfigured endpoint, after a claim: no candidate, no say.
+            (Some(on(b)), None, decided_a, false),
+        ];
+        for (last, seen, decided, news) in cases {
+            assert_eq!(
+                is_news(last.as_ref(), &seen, decided),
+                news,
+                "last {last:?}, seen {seen:?}, decided {decided:?}"
+            );
+        }
+    }
 
     #[test]
     fn the_back_off_doubles_from_0_8_s_and_never_passes_30_s() {

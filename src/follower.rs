@@ -199,13 +199,13 @@ impl Follower {
         }
     }
 
-    /// The last claim each hub's watch showed, numbered.
-    fn shown(&self) -> Vec<(HubId, u64, Claim)> {
+    /// The last claim each hub's watch showed, numbered, and when.
+    fn shown(&self) -> Vec<(HubId, u64, Claim, Timestamp)> {
         self.watches
             .iter()
             .filter_map(|(hub, view, _)| {
-                let (n, claim) = view.borrow().shown.clone()?;
-                Some((*hub, n, claim))
+                let (n, claim, at) = view.borrow().shown.clone()?;
+                Some((*hub, n, claim, at))
             })
             .collect()
     }

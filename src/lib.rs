@@ -142,6 +142,7 @@ pub async fn run(config: Config, shutdown: watch::Receiver<bool>) -> Result<Stop
                 metrics: metrics.clone(),
                 view,
                 closely,
+                decided: follower.decisions(),
             };
             watches.push(tokio::spawn(w.run(clients, shutdown.clone())));
         }

@@ -359,6 +359,10 @@ pub struct Resolver {
     /// itself to a read or its watch; none while it shows one, or while that cannot be known
     /// (an error, a watch that does not vouch). Rule 10's second kind of quiet.
     unclaimed_since: Option<Timestamp>,
+    /// When the established hub's watch last showed a claim for itself that no read has
+    /// returned since: rule 10's claim clock starts there, not at the round that took it in,
+    /// which may come a relaxed read later (such a claim raises no news).
+    self_claim_shown_at: Option<Timestamp>,
     /// Whether the established hub's controller has been seen republishing since the worker
     /// came to it, and the last claim for itself it showed: only for a controller that
     /// republishes does a claim that stopped coming mean that it stopped (rule 10).
@@ -416,6 +420,7 @@ impl Resolver {
             shown: Vec::new(),
             watched: Vec::new(),
             unclaimed_since: None,
+            self_claim_shown_at: None,
             decided_on: None,
             republishing: Republishing::default(),
         }
@@ -460,6 +465,7 @@ impl Resolver {
         self.established = Some(hub);
         self.silent_since = None;
         self.unclaimed_since = None;
+        self.self_claim_shown_at = None;
         self.republishing = Republishing::from(self.names(basis.as_ref(), hub));
         // The best knowledge of what the hub said of itself before this process: its basis.
         self.own_claim = basis.clone();
@@ -711,6 +717,7 @@ impl Resolver {
         }
         if self.established == Some(hub) && named == hub {
             self.unclaimed_since = None;
+            self.self_claim_shown_at = Some(self.self_claim_shown_at.map_or(at, |s| s.max(at)));
             self.republishing.shown(claim);
         }
     }
@@ -755,8 +762,9 @@ impl Resolver {
             Some(Verdict::Claim(_) | Verdict::NoClaim) if watched => Some(false),
             _ => None,
         };
+        let shown_at = self.self_claim_shown_at.take().filter(|at| *at <= now);
         self.unclaimed_since = match claims_itself {
-            Some(false) => Some(self.unclaimed_since.unwrap_or(now)),
+            Some(false) => Some(self.unclaimed_since.or(shown_at).unwrap_or(now)),
             Some(true) | None => None,
         };
     }

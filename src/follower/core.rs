@@ -408,14 +408,14 @@ impl Core {
     }
 
     /// One round's answers through the rule. `shown`: the last claim each hub's watch showed,
-    /// numbered. `watched`: what each hub's watch vouched for before the reads.
+    /// numbered, and when. `watched`: what each hub's watch vouched for before the reads.
     /// `watch_started`: the watch started this round, not the clock. The writes it leaves come
     /// from [`Core::poll_write`]; then [`Core::round_done`].
     pub(super) fn round(
         &mut self,
         now: Timestamp,
         probes: &[Probe],
-        shown: &[(HubId, u64, Claim)],
+        shown: &[(HubId, u64, Claim, Timestamp)],
         watched: &[(HubId, Watched)],
         watch_started: bool,
     ) {
@@ -424,13 +424,14 @@ impl Core {
         self.expire_overrides(now);
         // What the watches saw since the last round, erased or not, is evidence as a read is:
         // it moves the basis, tells a split brain (rule 11), keeps rule 10's claim clock and
-        // decides a startup. It is dated by this round: news starts a round at once.
+        // decides a startup. It is dated when its watch showed it: a claim that cannot move
+        // the decision raises no news (`claim_watch::is_news`), and waits for the next round.
         let vouching: Vec<HubId> = watched.iter().map(|(h, _)| *h).collect();
         self.resolver.watches_vouch_for(&vouching);
         let mut watched_a_claim = false;
-        for (hub, n, claim) in shown {
+        for (hub, n, claim, at) in shown {
             if self.witnessed.insert(*hub, *n) != Some(*n) {
-                self.resolver.witness(*hub, claim, now);
+                self.resolver.witness(*hub, claim, (*at).min(now));
                 watched_a_claim = true;
             }
         }
@@ -857,7 +858,7 @@ mod tests {
             &mut self,
             a: Verdict,
             b: Verdict,
-            shown: &[(HubId, u64, Claim)],
+            shown: &[(HubId, u64, Claim, Timestamp)],
         ) -> Vec<Handoff> {
             self.now += jiff::SignedDuration::from_secs(1);
             self.at += Duration::from_secs(1);
@@ -1137,8 +1138,8 @@ mod tests {
                 (a_self.clone(), Verdict::NoClaim)
             };
             let shown = [
-                (HubId::PRIMARY, n, as_claim(&a_self)),
-                (HubId::SECONDARY, n, as_claim(&b_self)),
+                (HubId::PRIMARY, n, as_claim(&a_self), r.now),
+                (HubId::SECONDARY, n, as_claim(&b_self), r.now),
             ];
             switches += r
                 .round_seen(a, b, &shown)
@@ -1172,25 +1173,28 @@ mod tests {
         };
         r.round(Verdict::NoClaim, Verdict::NoClaim);
         assert_eq!(gauge(&r), 0.0, "a controller not yet seen republishing");
+        // Shown a second before the round that takes it in: the clock runs from then.
+        let shown_at = r.now;
         r.round_seen(
             Verdict::NoClaim,
             Verdict::NoClaim,
-            &[(HubId::PRIMARY, 1, own(r.now))],
+            &[(HubId::PRIMARY, 1, own(shown_at), shown_at)],
         );
+        assert!(r.now > shown_at);
         assert_eq!(
             gauge(&r),
-            r.now.as_second() as f64,
-            "from the first round without one"
+            shown_at.as_second() as f64,
+            "from when the watch showed the claim"
         );
-        let started = r.now;
         r.round(Verdict::NoClaim, Verdict::NoClaim);
-        assert_eq!(gauge(&r), started.as_second() as f64);
+        assert_eq!(gauge(&r), shown_at.as_second() as f64);
+        let shown_at = r.now;
         r.round_seen(
             Verdict::NoClaim,
             Verdict::NoClaim,
-            &[(HubId::PRIMARY, 2, own(r.now))],
+            &[(HubId::PRIMARY, 2, own(shown_at), shown_at)],
         );
-        assert_eq!(gauge(&r), r.now.as_second() as f64, "started again");
+        assert_eq!(gauge(&r), shown_at.as_second() as f64, "started again");
         r.watched = Vec::new();
         r.round(Verdict::NoClaim, Verdict::NoClaim);
         assert_eq!(gauge(&r), 0.0, "a watch that does not vouch: unknown");
@@ -1400,7 +1404,7 @@ mod tests {
         r.round_seen(
             Verdict::NoClaim,
             Verdict::NoClaim,
-            &[(HubId::PRIMARY, 1, shown)],
+            &[(HubId::PRIMARY, 1, shown, r.now)],
         );
         assert_eq!(gauge(&r), r.now.as_second() as f64);
         r.now += jiff::SignedDuration::from_secs(599);

@@ -10,7 +10,10 @@
 //! claims, each object is written now and then for another field (the controller's
 //! `clusterHealth`), which bumps its resourceVersion and changes no claim. The watches follow
 //! every write, raise news for a claim change (`lastUpdated` aside), and for any change of a
-//! claim the core asked them to follow closely. The world ends quiet: no write for 12 minutes.
+//! claim the core asked them to follow closely, as `claim_watch::is_news` says: neither an
+//! erasure nor a claim naming the hub the decision is on is news. The world ends quiet: for
+//! 12 minutes no write, but, where the worker erases, B's controller republishing every 30 s
+//! what the worker erased (as KubeSlice's own controller does).
 //!
 //! Invariants, each with a mutant that it catches (the tests at the end):
 //! - the promotion is followed: the worker is on B within `--poll-interval` plus N confirm
@@ -20,7 +23,7 @@
 //!   the decision rests on, changing only `lastUpdated`, is read within `--poll-interval`
 //!   plus the span;
 //! - reads relax: in the quiet end, at most one read per `--watched-poll-interval`, and one
-//!   more.
+//!   more, the Active's republishes and the worker's erasures included.
 //!
 //! HUB_SIM_SEEDS=N runs N seeds (default 1000); HUB_SIM_SEED=S replays one, printing each read.
 //! 10^5 seeds: `HUB_SIM_SEEDS=100000 cargo test --release --lib pace_simulation`.
@@ -65,6 +68,9 @@ enum Bent {
     DeafToNews,
     /// A loop that never tells the core that its watches vouch.
     NeverVouched,
+    /// Watches that raise news for every change of the claim, erasures and the decided hub's
+    /// own republishes included (the rule before `is_news`).
+    NewsOnEveryChange,
 }
 
 /// Whom a claim names, at which epoch, and when: none for no claim.
@@ -84,27 +90,47 @@ struct Object {
     version: u64,
     key: Key,
     /// What the watch has shown: the version, the claim, since when it shows that claim
-    /// whole, how many claims it has shown, and whether it follows the claim closely.
+    /// whole, how many claims it has shown and when the last one, and whether it follows the
+    /// claim closely.
     shown_version: u64,
     shown_key: Key,
     since: Option<Instant>,
     claims_shown: u64,
+    last_claim: Key,
+    claim_shown_at: Duration,
     closely: bool,
 }
 
 impl Object {
-    /// Writes `key` at `at`; the watch shows it at once. Returns whether it raised news.
-    fn write(&mut self, key: Key, at: Instant, bent: Bent) -> bool {
+    /// Writes `key` at `at` (`t` from the world's start), while the decision is on hub
+    /// `decided`; the watch shows it at once. Returns whether it raised news.
+    fn write(
+        &mut self,
+        key: Key,
+        at: Instant,
+        t: Duration,
+        decided: Option<usize>,
+        bent: Bent,
+    ) -> bool {
         self.version += 1;
         self.key = key;
         let whole = key != self.shown_key;
-        let claim = key.map(|(n, e, _)| (n, e)) != self.shown_key.map(|(n, e, _)| (n, e));
+        let changed = key.map(|(n, e, _)| (n, e)) != self.shown_key.map(|(n, e, _)| (n, e));
+        let claim = changed
+            && match (decided, key) {
+                _ if bent == Bent::NewsOnEveryChange => true,
+                (None, _) => true,
+                (Some(_), None) => false,
+                (Some(d), Some((whom, _, _))) => whom != d,
+            };
         self.shown_version = self.version;
         if whole {
             self.since = Some(at);
             self.shown_key = key;
             if key.is_some() {
                 self.claims_shown += 1;
+                self.last_claim = key;
+                self.claim_shown_at = t;
             }
         }
         claim || (whole && self.closely && bent != Bent::NotClosely)
@@ -206,8 +232,16 @@ impl World {
             }
         }
         // The Active's last republish: whatever the worker erased before, the world ends
-        // with B's claim on B.
+        // with B's claim on B. Where the worker erases it, B's controller writes it again at
+        // each re-check, every 30 s, to the end.
         writes.push((self.end - QUIET - WINDOW, Write::Claim(B)));
+        if self.erasure {
+            let mut t = self.end - QUIET - WINDOW + Duration::from_secs(30);
+            while t < self.end {
+                writes.push((t, Write::Claim(B)));
+                t += Duration::from_secs(30);
+            }
+        }
         writes.sort_by_key(|(t, _)| *t);
         writes
     }
@@ -310,7 +344,7 @@ fn run(seed: u64, bent: Bent, verbose: bool) -> Result<(), String> {
                 Write::Claim(h) => {
                     let key = world.key(h, t);
                     let before = objects[h].key;
-                    *news |= objects[h].write(key, at, bent);
+                    *news |= objects[h].write(key, at, t, worker_on(disk), bent);
                     // The old Active back at B's epoch: once the worker is on B, each of its
                     // republishes is fresher than the claim the decision rests on.
                     let ripening = h == A
@@ -322,7 +356,7 @@ fn run(seed: u64, bent: Bent, verbose: bool) -> Result<(), String> {
                     }
                     // The worker on this hub erases the claim at once.
                     if world.erasure && worker_on(disk) == Some(h) {
-                        *news |= objects[h].write(None, at, bent);
+                        *news |= objects[h].write(None, at, t, worker_on(disk), bent);
                     }
                 }
                 Write::Other(h) => {
@@ -392,12 +426,22 @@ fn run(seed: u64, bent: Bent, verbose: bool) -> Result<(), String> {
                 resource_version: Some(o.version.to_string()),
             })
             .collect();
-        let shown: Vec<(HubId, u64, Claim)> = HUBS
+        let stamp_of = |t: Duration| t0 + SignedDuration::try_from(t).expect("a short run");
+        // The last claim each watch showed, erased since or not.
+        let shown: Vec<(HubId, u64, Claim, Timestamp)> = HUBS
             .iter()
             .zip(&objects)
-            .filter_map(|(hub, o)| Some((*hub, o.claims_shown, claim(o.shown_key, t0)?)))
+            .filter_map(|(hub, o)| {
+                let key = o.last_claim?;
+                Some((
+                    *hub,
+                    o.claims_shown,
+                    claim(Some(key), t0)?,
+                    stamp_of(o.claim_shown_at),
+                ))
+            })
             .collect();
-        let stamp = t0 + SignedDuration::try_from(now).expect("a short run");
+        let stamp = stamp_of(now);
         core.round(stamp, &probes, &shown, &watched, woke == Wake::News);
         while let Some(write) = core.poll_write(stamp) {
             disk = Some(write.handoff.clone());
@@ -505,4 +549,9 @@ fn a_loop_deaf_to_news_is_caught_following_a_promotion_late() {
 #[test]
 fn a_loop_whose_watches_never_vouch_is_caught_reading_in_the_quiet() {
     caught(Bent::NeverVouched, "reads in the quiet");
+}
+
+#[test]
+fn watches_with_news_for_every_republish_and_erasure_are_caught_reading_in_the_quiet() {
+    caught(Bent::NewsOnEveryChange, "reads in the quiet");
 }

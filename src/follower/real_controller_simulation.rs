@@ -71,9 +71,10 @@ struct Hub {
     field: Option<Claim>,
     version: u64,
     since: i64,
-    /// The running sidecar's watch: the claims it showed, numbered, and the last one.
+    /// The running sidecar's watch: the claims it showed, numbered, the last one, and when.
     shown: u64,
     last_shown: Option<Claim>,
+    shown_at: i64,
 }
 
 impl Hub {
@@ -93,6 +94,7 @@ impl Hub {
             since: 0,
             shown: 0,
             last_shown: None,
+            shown_at: 0,
         }
     }
 
@@ -218,6 +220,7 @@ impl World {
         if let (Some(c), false) = (field, h.shedding) {
             h.shown += 1;
             h.last_shown = Some(c);
+            h.shown_at = at;
         }
     }
 
@@ -241,6 +244,7 @@ impl World {
         for h in &mut self.hubs {
             h.last_shown = h.field.clone().filter(|_| h.answers());
             h.shown += 1;
+            h.shown_at = self.at;
         }
     }
 
@@ -274,12 +278,15 @@ impl World {
                 }
             })
             .collect();
-        let shown: Vec<(HubId, u64, Claim)> = match self.bent {
+        let shown: Vec<(HubId, u64, Claim, Timestamp)> = match self.bent {
             Bent::BlindToWatches => Vec::new(),
             _ => self
                 .hubs
                 .iter()
-                .filter_map(|h| h.last_shown.clone().map(|c| (h.id, h.shown, c)))
+                .filter_map(|h| {
+                    let c = h.last_shown.clone()?;
+                    Some((h.id, h.shown, c, t(h.shown_at)))
+                })
                 .collect(),
         };
         let watched: Vec<(HubId, Watched)> = self

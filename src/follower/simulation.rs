@@ -530,7 +530,7 @@ fn run(seed: u64, bent: Bent, verbose: bool) -> Result<u64, String> {
                 // A dead watch shows nothing.
                 if world.objects[h].dead == 0 {
                     world.shown[h] += 1;
-                    shown.push((hub, world.shown[h], claim.clone()));
+                    shown.push((hub, world.shown[h], claim.clone(), now));
                 }
                 answered_now.push(h);
                 let key = claim.last_updated.map(|t| (world.names[h], claim.epoch, t));

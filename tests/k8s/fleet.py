@@ -9,6 +9,10 @@ is made to claim B and the time until each follower publishes the switch is reco
 
 All followers of a hub share one reader ServiceAccount token: on a real fleet each worker has
 its own, so the API server's priority and fairness sees one flow here where it would see N.
+
+With `--hub-side real`, the hubs behave as KubeSlice's own HA controller and the workers make
+them behave (`fleet_hub_side.py`): the Active rewrites every 30 s each claim the worker erased,
+the Standby mirrors both, and the promotion is B's publisher writing one Cluster at a time.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from fleet_hub_side import RealHubSide
 from kube import REPO, ControlPlane, Hub, Pki, Proc, now_rfc3339
 
 WORK = REPO / "target" / "bench" / "fleet-run"
@@ -144,6 +149,11 @@ class HubSide:
         body = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {"expirationSeconds": seconds}}
         return json.loads(self.admin.expect("POST", path, body))["status"]["token"]
 
+    def patch_status(self, name: str, body: dict[str, Any]) -> None:
+        """One merge patch of a Cluster's status: the real hub side's writes."""
+        self.admin.expect("PATCH", clusters_path(self.hub.namespace, name, "status"), body,
+                          content_type="application/merge-patch+json")
+
     def scrape(self) -> "Scrape":
         data = self.admin.expect("GET", "/metrics").decode()
         return Scrape.parse(time.time(), data)
@@ -216,14 +226,19 @@ def histogram_quantile(q: float, buckets: dict[float, float]) -> float | None:
     return None
 
 
-def hub_window(before: Scrape, after: Scrape, workers: int) -> dict[str, Any]:
-    """Request rates and GET/LIST latency of one hub between two scrapes."""
+def hub_window(before: Scrape, after: Scrape, workers: int, driver: dict[str, int] | None = None) -> dict[str, Any]:
+    """Request rates and GET/LIST latency of one hub between two scrapes. `driver`: the
+    requests this benchmark itself made meanwhile, by verb (the real hub side's writes,
+    lists and watches), left out of the followers' share."""
     seconds = after.at - before.at
     delta = {key: after.requests.get(key, 0.0) - before.requests.get(key, 0.0) for key in after.requests}
     by_verb: dict[str, float] = {}
     for (verb, _code), n in delta.items():
         by_verb[verb] = by_verb.get(verb, 0.0) + n
     total = sum(by_verb.values())
+    driver = driver or {}
+    followers_by_verb = {verb: max(0.0, by_verb.get(verb, 0.0) - driver.get(verb, 0)) for verb in VERBS}
+    followers = sum(followers_by_verb.values())
     latency: dict[str, Any] = {}
     for verb in ("GET", "LIST"):
         b0, b1 = before.buckets.get(verb, {}), after.buckets.get(verb, {})
@@ -240,6 +255,9 @@ def hub_window(before: Scrape, after: Scrape, workers: int) -> dict[str, Any]:
         "requests_per_s_per_worker": total / seconds / workers,
         "requests_by_verb": by_verb,
         "requests_per_s_by_verb": {verb: by_verb.get(verb, 0.0) / seconds for verb in VERBS},
+        "driver_requests": driver,
+        "followers_requests_per_s_per_worker": followers / seconds / workers,
+        "followers_requests_per_s_per_worker_by_verb": {verb: n / seconds / workers for verb, n in followers_by_verb.items()},
         "non_2xx": {f"{verb} {code}": n for (verb, code), n in delta.items() if n and not code.startswith("2")},
         "latency": latency,
         "held_watches_at_end": after.held_watches,
@@ -490,7 +508,16 @@ class Bench:
     b: HubSide
     creds: Credentials
     pool: ThreadPoolExecutor
+    hub_side: RealHubSide | None = None  # with --hub-side real
     rss_per_follower: float | None = None  # the largest seen so far, to check a bigger fleet fits
+
+    def driver_requests(self) -> dict[str, dict[str, int]]:
+        """What this benchmark has sent each hub so far, by verb (only the real hub side sends
+        anything while the followers are measured)."""
+        if self.hub_side is None:
+            return {}
+        by_role = self.hub_side.requests()
+        return {side.cp.name: by_role[side.role] for side in (self.a, self.b)}
 
     def run(self, n: int, watch: bool, build: str = "this") -> dict[str, Any]:
         binary = self.builds[build]
@@ -533,9 +560,17 @@ class Bench:
                                            "followers": result["promotion"]["not_switched"]})
         finally:
             stop_fleet(members)
-            # Back to the start: hub B claims A again (hub A's claims never changed), so the
-            # next fleet decides for the primary at startup.
-            self.b.claim(names, self.a.cp.endpoint, IDENTITY["primary"], self.pool)
+            if self.hub_side is not None:
+                # A failback: A's controller leads again, B mirrors it, every worker on A.
+                self.hub_side.restore()
+                self.hub_side.wait_pass(120)
+                failures = self.hub_side.failures()
+                if failures:
+                    result["failures"].append({"what": "the hub side's requests that failed", "followers": failures})
+            else:
+                # Back to the start: hub B claims A again (hub A's claims never changed), so the
+                # next fleet decides for the primary at startup.
+                self.b.claim(names, self.a.cp.endpoint, IDENTITY["primary"], self.pool)
         return result
 
     def start_fleet(self, members: list[Member], watch: bool, spread: float, binary: Path) -> float:
@@ -622,16 +657,19 @@ class Bench:
             return dict(zip((side.cp.name for side in sides), self.pool.map(HubSide.scrape, sides)))
 
         scrapes0 = scrape()
+        driver0 = self.driver_requests()
         cpu0 = self.cpu_now(members)
         time.sleep(window)
         cores = self.cores_between(cpu0, self.cpu_now(members))
         scrapes1 = scrape()
+        driver1 = self.driver_requests()
 
         n = len(members)
         hubs = {}
         for side in sides:
             name = side.cp.name
-            hub = hub_window(scrapes0[name], scrapes1[name], n)
+            driver = {verb: k - driver0.get(name, {}).get(verb, 0) for verb, k in driver1.get(name, {}).items()}
+            hub = hub_window(scrapes0[name], scrapes1[name], n, driver)
             hub["role"] = side.role
             for what in ("apiserver", "etcd"):
                 hub[f"{what}_cpu_cores"] = cores[f"{name} {what}"]
@@ -661,8 +699,14 @@ class Bench:
         profiler = ThreadPoolExecutor(max_workers=2) if self.args.profile else None
         profiles = [profiler.submit(self.profile, side, len(members)) for side in sides] if profiler else []
         first_sent = time.time()
-        patched = self.b.claim(names, self.b.cp.endpoint, IDENTITY["secondary"], self.pool, self.args.patch_rate)
-        last_patched = max(answered for _sent, answered in patched.values())
+        driver0 = self.driver_requests()
+        if self.hub_side is not None:
+            # A's controller dies; B's publishes at once, one Cluster at a time. Each
+            # follower's time counts from its own Cluster's write.
+            self.hub_side.promote()
+            patched = {}
+        else:
+            patched = self.b.claim(names, self.b.cp.endpoint, IDENTITY["secondary"], self.pool, self.args.patch_rate)
         timeout = self.args.promotion_timeout
         pending = {m.name: m for m in members}
         decided: dict[str, float] = {}
@@ -684,8 +728,16 @@ class Bench:
                 if h and h.get("hub") == "secondary":
                     decided[name] = parse_rfc3339(h["decidedAt"])
                     del pending[name]
+                    if self.hub_side is not None:
+                        self.hub_side.moved(name)
             if pending:
                 time.sleep(0.5)
+        if self.hub_side is not None:
+            patched = dict(self.hub_side.promotion)
+            missing = sorted(set(decided) - set(patched))
+            if missing:
+                raise RuntimeError(f"{len(missing)} followers decided for B with no claim of B's written: {missing[:5]}")
+        last_patched = max(answered for _sent, answered in patched.values())
         # Where the machine's two cores went from the first patch until the last follower had
         # decided (to within the 0.5 s this loop sleeps).
         promotion_cores = self.cores_between(cpu0, self.cpu_now(members))
@@ -700,11 +752,14 @@ class Bench:
         # and watches, and what priority and fairness refused (429), the driver's PATCHes apart.
         time.sleep(max(0.0, first_sent + AFTER_PROMOTION - time.time()))
         after = dict(zip((s.cp.name for s in sides), self.pool.map(HubSide.scrape, sides)))
+        driver1 = self.driver_requests()
         minute = {}
         for name in before:
-            w = hub_window(before[name], after[name], len(members))
+            driver = {verb: k - driver0.get(name, {}).get(verb, 0) for verb, k in driver1.get(name, {}).items()}
+            w = hub_window(before[name], after[name], len(members), driver)
             by_verb = w["requests_by_verb"]
             minute[name] = {"seconds": w["seconds"], "GET": by_verb.get("GET", 0.0), "WATCH": by_verb.get("WATCH", 0.0),
+                            "driver": driver,
                             "PATCH": by_verb.get("PATCH", 0.0), "GET_latency": w["latency"]["GET"],
                             "refused_429": sum(n for (_verb, code), n in
                                                ((k, after[name].requests.get(k, 0.0) - before[name].requests.get(k, 0.0))
@@ -749,7 +804,7 @@ def fmt(value: float | None, spec: str) -> str:
 
 
 def table(results: list[dict[str, Any]]) -> str:
-    head = ("| N | watch | req/s per hub (A / B) | req/s per worker per hub (A / B) | hub CPU cores (A / B) "
+    head = ("| N | watch | req/s per hub (A / B) | followers' req/s per worker per hub (A / B) | hub CPU cores (A / B) "
             "| p99 GET ms (A / B) | p99 LIST ms (A / B) | promotion → last decision s | per follower p50 / p99 / max s "
             "| minute after: GET (A / B) | 429s | failures |")
     rows = [head, "|" + "---|" * (head.count("|") - 1)]
@@ -764,7 +819,7 @@ def table(results: list[dict[str, Any]]) -> str:
         rows.append(" | ".join([
             f"| {r['n']}", ("on" if r["watch"] else "off") + ("" if r.get("build", "this") == "this" else f" ({r['build']})"),
             pair(lambda h: h["requests_per_s"], ".2f"),
-            pair(lambda h: h["requests_per_s_per_worker"], ".4f"),
+            pair(lambda h: h["followers_requests_per_s_per_worker"], ".4f"),
             pair(lambda h: h["apiserver_cpu_cores"], ".3f"),
             pair(lambda h: h["latency"]["GET"]["p99_ms"], ".1f"),
             pair(lambda h: h["latency"]["LIST"]["p99_ms"], ".1f"),
@@ -860,6 +915,12 @@ def main() -> int:
     parser.add_argument("--baseline", type=Path, metavar="BINARY",
                         help="another follower binary (an earlier build) run before this one at each size and watch "
                         "setting, on the same hubs, so that the two are compared in one run")
+    parser.add_argument("--hub-side", choices=("patched", "real"), default="patched",
+                        help="patched (default): the claims are written once, and the promotion patches every "
+                             "Cluster from 16 threads; real: KubeSlice's own HA controller's hub side, with each "
+                             "worker's erasure (fleet_hub_side.py)")
+    parser.add_argument("--recheck", type=float, default=30.0,
+                        help="with --hub-side real, the Active's re-check period in seconds (30 upstream)")
     parser.add_argument("--out", type=Path, default=REPO / "target" / "bench" / "fleet.json")
     parser.add_argument("--plot", type=Path, default=REPO / "target" / "bench" / "fleet.svg")
     args = parser.parse_args()
@@ -894,6 +955,8 @@ def main() -> int:
         "max_starting": args.max_starting,
         "promotion_timeout_s": args.promotion_timeout,
         "patch_rate_per_s": args.patch_rate,
+        "hub_side": args.hub_side,
+        "recheck_s": args.recheck if args.hub_side == "real" else None,
         "profile_s": args.profile,
         "follower_env": args.env,
         "follower_binary": str(binary),
@@ -907,7 +970,8 @@ def main() -> int:
                     "kernel": os.uname().release},
     }
     print("command:", command)
-    for key in ("sizes", "window_s", "warmup_s", "spread_s", "max_starting", "promotion_timeout_s", "patch_rate_per_s", "follower_env", "follower_binary", "tokens"):
+    for key in ("sizes", "window_s", "warmup_s", "spread_s", "max_starting", "promotion_timeout_s", "patch_rate_per_s",
+                "hub_side", "follower_env", "follower_binary", "tokens"):
         print(f"  {key}: {settings[key]}")
     print("  followers: one process each, HUB_RESTART_MODE=none, RUST_LOG=warn, otherwise the binary's defaults"
           + (" and the env above" if args.env else ""), flush=True)
@@ -916,6 +980,7 @@ def main() -> int:
     WORK.mkdir(parents=True)
     results: list[dict[str, Any]] = []
     planes: list[ControlPlane] = []
+    hub_side: RealHubSide | None = None
     failed = False
     with ThreadPoolExecutor(max_workers=16) as pool:
         try:
@@ -924,14 +989,21 @@ def main() -> int:
             a, b = (HubSide(role, Hub(cp).install(), Admin(cp)) for role, cp in zip(("primary", "secondary"), planes))
             settings["kube_apiserver"] = json.loads(a.admin.expect("GET", "/version"))["gitVersion"]
             names = [f"worker-{i}" for i in range(max(sizes))]
-            log(f"creating {len(names)} Clusters on each hub; both claim hub A")
-            for side in (a, b):
-                side.create_clusters(names, pool)
-                side.claim(names, a.cp.endpoint, IDENTITY["primary"], pool)
+            if args.hub_side == "real":
+                log(f"creating {len(names)} Clusters on each hub; A's controller leads, B's mirrors, every worker erases on A")
+                for side in (a, b):
+                    side.create_clusters(names, pool)
+                hub_side = RealHubSide(a, b, names, HubSide.patch_status, IDENTITY, recheck=args.recheck).start()
+                hub_side.wait_pass(300)
+            else:
+                log(f"creating {len(names)} Clusters on each hub; both claim hub A")
+                for side in (a, b):
+                    side.create_clusters(names, pool)
+                    side.claim(names, a.cp.endpoint, IDENTITY["primary"], pool)
             creds = Credentials(WORK / "credentials")
             for side in (a, b):
                 creds.write(side, side.reader_token(24 * 3600))
-            bench = Bench(args, builds, a, b, creds, pool)
+            bench = Bench(args, builds, a, b, creds, pool, hub_side)
             for n in sizes:
                 for watch in watches:
                     for build in builds:
@@ -940,6 +1012,8 @@ def main() -> int:
                         failed = failed or bool(result["failures"])
                         write_json(args.out, settings, results)
         finally:
+            if hub_side is not None:
+                hub_side.stop()
             for cp in planes:
                 cp.stop()
 

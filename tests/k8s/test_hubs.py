@@ -252,3 +252,41 @@ def test_check_names_the_hub_whose_crd_drops_the_claim(hubs, workdir, tmp_path):
         assert len(dropped) == 1 and "the secondary hub's Cluster CRD" in dropped[0]["fix"], report
     finally:
         cp.stop()
+
+
+def test_an_active_shedding_the_sidecar_with_429s_keeps_it_beside_an_older_self_claim(hubs, start):
+    """#46: the Active's API server refuses every request of the sidecar with 429 and
+    Retry-After, as API Priority and Fairness sheds a flow, for twice --dead-hub-after, while
+    the demoted hub still holds an older claim for itself. A hub that answers is alive (rule
+    10 counts only one that does not answer at all): the basis stands, and nothing moves. Until
+    #46, a 429 counted as silence, and the older self-claim took the worker after the bound."""
+    from shedding import Shedding
+
+    a, b = hubs
+    dead = 15
+    with Shedding(a) as proxy:
+        a.claim(proxy.endpoint, A_ID)
+        b.claim(b.cp.endpoint, B_ID, LONG_AGO)
+        f = start({**QUICK, "HUB_HOST_ENDPOINT": proxy.endpoint, "HUB_DEAD_HUB_AFTER": f"{dead}s",
+                   "HUB_SPLIT_BRAIN_WINDOW": f"{dead}s"})
+        first = wait_for("the startup decision", f.handoff, 15)
+        assert (first["hub"], first["reason"]) == ("primary", "startup"), first
+        wait_for("A's watch up through the proxy", lambda: f.metric("kubeslice_worker_hub_watch_up", hub="primary") == 1, 15)
+
+        proxy.shed(True)
+        wait_for("A's reads refused with 429", lambda: (lambda v: v.get("reason") == "server" and "429" in v.get("detail", ""))(
+            f.status()["hubs"]["primary"]), 15, every=0.2)
+        deadline = time.monotonic() + 2 * dead + 5
+        while time.monotonic() < deadline:
+            h = f.handoff()
+            assert h is not None and (h["hub"], h["generation"]) == ("primary", first["generation"]), \
+                f"moved while A shed load, {deadline - time.monotonic():.0f}s before the end: {h}"
+            time.sleep(0.5)
+        # Every request got the 429: reads every --poll-interval after each Retry-After, and
+        # the watch's retries.
+        assert proxy.refused >= (2 * dead + 5) / 2, f"only {proxy.refused} requests refused"
+        assert f.metric("kubeslice_worker_hub_switches_total") == 0
+
+        proxy.shed(False)
+        wait_for("A read again", lambda: f.status()["hubs"]["primary"].get("claim") is not None, 20, every=0.5)
+        assert f.handoff()["generation"] == first["generation"]

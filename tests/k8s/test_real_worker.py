@@ -683,9 +683,15 @@ def test_the_real_controllers_hub_side_steady_state_skew_a_new_sidecar_and_a_rec
         # 1. Steady state: the worker erases each claim A writes, and A writes it again.
         wait_for("A's claim erased by the worker", lambda: not has_claim(a), 30)
         publishes = len(ctrl_a.publishes)
+        reads = {h: pod.metric("kubeslice_worker_hub_probe_duration_seconds_count", hub=h) for h in ("primary", "secondary")}
         holds("the worker on A, never restarted", lambda: pod.restarts("manager") == 0 and pod.worker_hub() == "primary", 60)
         republished = len(ctrl_a.publishes) - publishes
         assert republished >= 10, f"A's controller rewrote its erased claim {republished} times in 60 s"
+        # Neither a republish of the hub the decision is on nor an erasure is news: the reads
+        # stay at --watched-poll-interval (2 min), not one per republish.
+        read = {h: pod.metric("kubeslice_worker_hub_probe_duration_seconds_count", hub=h) - n for h, n in reads.items()}
+        print(f"steady state, 60 s: A republished {republished} times; the sidecar read A {read['primary']:.0f} and B {read['secondary']:.0f} times")
+        assert max(read.values()) <= 2, f"{read} reads in 60 s of steady state, with {republished} republishes and erasures"
         assert pod.metric("kubeslice_worker_hub_switches_total") == 0
         assert pod.status()["published"]["generation"] == 1
         ctrl_a.check(), ctrl_b.check()
