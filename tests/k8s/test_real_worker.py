@@ -704,6 +704,10 @@ def test_the_real_controllers_hub_side_steady_state_skew_a_new_sidecar_and_a_rec
         wait_for("the switch held: B's claim is older than the basis",
                  lambda: (pod.status().get("held") or {}).get("reason") == "older_than_basis", 30, every=0.5)
         wait_for("the gauge of HubFollowerActiveHubNotClaiming set", lambda: pod.metric("kubeslice_worker_hub_active_hub_unclaimed_since_timestamp_seconds") > 0, 30)
+        # Rule 10's clock runs from when A's watch showed its last claim (within milliseconds
+        # of the write), not from a later round: neither the claim nor its erasure was news.
+        since = pod.metric("kubeslice_worker_hub_active_hub_unclaimed_since_timestamp_seconds")
+        assert abs(since - last_a) <= 2, f"the claim clock started at {since:.0f}, A's last claim was written at {last_a:.1f}"
         assert pod.worker_hub() == "primary", "the worker moved before the alert's gauge was set"
         wait_for("the decision: B", lambda: pod.status()["published"]["hub"] == "secondary", DEAD_HUB_AFTER + 30, every=0.5)
         decided = time.time()
