@@ -216,6 +216,8 @@ impl HubWatch {
         self.set(WatchState::Connecting, None);
         let timeout = self.timeout_seconds();
         let mut last: Option<Seen> = None;
+        // The last claim shown since (re)connecting, erasures aside.
+        let mut last_claim: Seen = None;
         let mut version: Option<String> = None;
         let mut backoff = Backoff::default();
         // Watches from `version` that failed in a row, with nothing delivered.
@@ -236,7 +238,7 @@ impl HubWatch {
                 None => match self.list(api, &fields).await {
                     Ok((seen, rv)) => {
                         failed_in_a_row = 0;
-                        self.compare(&mut last, seen);
+                        self.compare(&mut last, &mut last_claim, seen);
                         rv
                     }
                     Err((reason, detail)) => {
@@ -326,7 +328,7 @@ impl HubWatch {
                 self.view.send_modify(|view| view.events += 1);
                 self.beat(&mut beat);
                 if let Some(seen) = seen {
-                    self.compare(&mut last, seen);
+                    self.compare(&mut last, &mut last_claim, seen);
                 }
             };
             match end {
@@ -399,9 +401,12 @@ impl HubWatch {
 
     /// A round at once when the claim changed in a way that could move the decision
     /// ([`is_news`]).
-    fn compare(&self, last: &mut Option<Seen>, seen: Seen) {
+    fn compare(&self, last: &mut Option<Seen>, last_claim: &mut Seen, seen: Seen) {
         let decided = self.decided.borrow().as_ref().map(|h| h.hub);
-        let news = is_news(last.as_ref(), &seen, decided);
+        let news = is_news(last.as_ref(), last_claim.as_ref(), &seen, decided);
+        if seen.is_some() {
+            last_claim.clone_from(&seen);
+        }
         *last = Some(seen);
         if news {
             tracing::debug!(
@@ -557,26 +562,37 @@ fn backoff_pause(failures: u32, jitter: f64) -> Duration {
     }
 }
 
-/// Whether a watch that last showed `last` (none: nothing since it (re)connected) and now
-/// shows `seen` starts a round at once, while the published decision is on `decided`.
+/// Whether a watch that last showed `last` (none: nothing since it (re)connected), whose
+/// last claim erasures aside was `last_claim`, and now shows `seen` starts a round at once,
+/// while the published decision is on `decided`.
 ///
 /// Every change of the candidate is news, except two that cannot move the decision:
 /// - **an erasure** (a claim gone): a hub without a claim has no say (rule 2), and the claim
 ///   the watch showed stays evidence, dated when it was shown;
-/// - **a claim naming the hub the decision is on**: it can only keep the decision, and it is
-///   evidence at the next round as it is (the basis, rule 10's clock, rule 11).
+/// - **the same claim again after an erasure, naming the hub the decision is on**: it can
+///   only keep the decision, and it is evidence at the next round as it is (the basis, rule
+///   10's clock, rule 11). A claim for that hub that differs from the last one shown (another
+///   hub's controller now naming it, a new identity) is news, so that reads and `/status`
+///   show it soon.
 ///
 /// Against KubeSlice's own controller these are every change in the steady state: the Active
 /// republishes what the worker-operator erased within milliseconds, every 30 s, and the
 /// Standby's mirror copies both. Without a decision every change is news, and so is the
 /// first list after (re)connecting: something may have changed while the watch was away.
 /// A claim the follower follows closely raises news in [`HubWatch::show`] on its own terms.
-pub fn is_news(last: Option<&Seen>, seen: &Seen, decided: Option<HubId>) -> bool {
-    match (last, decided) {
-        (None, _) => true,
-        (Some(last), _) if last == seen => false,
-        (Some(_), None) => true,
-        (Some(_), Some(decided)) => seen.as_ref().is_some_and(|c| c.hub != decided),
+pub fn is_news(
+    last: Option<&Seen>,
+    last_claim: Option<&Candidate>,
+    seen: &Seen,
+    decided: Option<HubId>,
+) -> bool {
+    match (last, decided, seen) {
+        (None, _, _) => true,
+        (Some(last), _, _) if last == seen => false,
+        (Some(_), None, _) => true,
+        (Some(_), Some(_), None) => false,
+        (Some(_), Some(decided), Some(c)) if c.hub == decided => last_claim != Some(c),
+        (Some(_), Some(_), Some(_)) => true,
     }
 }
 
@@ -601,32 +617,38 @@ mod tests {
         };
         let (a, b) = (HubId::PRIMARY, HubId::SECONDARY);
         let decided_a = Some(a);
-        // (last, seen, decided, news)
-        let cases: [(Option<Seen>, Seen, Option<HubId>, bool); 12] = [
+        // (last, last claim, seen, decided, news)
+        type Case = (Option<Seen>, Seen, Seen, Option<HubId>, bool);
+        let cases: [Case; 14] = [
             // The first list after (re)connecting, whatever it shows.
-            (None, None, decided_a, true),
-            (None, on(a), decided_a, true),
+            (None, None, None, decided_a, true),
+            (None, None, on(a), decided_a, true),
             // No decision yet: every change.
-            (Some(on(a)), None, None, true),
-            (Some(None), on(a), None, true),
-            (Some(on(a)), on(a), None, false),
+            (Some(on(a)), on(a), None, None, true),
+            (Some(None), on(a), on(a), None, true),
+            (Some(on(a)), on(a), on(a), None, false),
             // Unchanged.
-            (Some(on(b)), on(b), decided_a, false),
-            (Some(None), None, decided_a, false),
-            // The Active republishing itself after the worker's erasure, and the erasure.
-            (Some(None), on(a), decided_a, false),
-            (Some(on(a)), None, decided_a, false),
+            (Some(on(b)), on(b), on(b), decided_a, false),
+            (Some(None), on(a), None, decided_a, false),
+            // The Active republishing itself after the worker's erasure (or the Standby
+            // mirroring it), and the erasure.
+            (Some(None), on(a), on(a), decided_a, false),
+            (Some(on(a)), on(a), None, decided_a, false),
+            // A claim for the decision's hub that differs from the last one shown: the
+            // Standby now naming the Active, or naming it after an erasure.
+            (Some(on(b)), on(b), on(a), decided_a, true),
+            (Some(None), on(b), on(a), decided_a, true),
             // Another hub named: a promotion, a split brain, a demotion naming the other.
-            (Some(None), on(b), decided_a, true),
-            (Some(on(a)), on(b), decided_a, true),
+            (Some(None), on(a), on(b), decided_a, true),
+            (Some(on(a)), on(a), on(b), decided_a, true),
             // An unconfigured endpoint, after a claim: no candidate, no say.
-            (Some(on(b)), None, decided_a, false),
+            (Some(on(b)), on(b), None, decided_a, false),
         ];
-        for (last, seen, decided, news) in cases {
+        for (last, last_claim, seen, decided, news) in cases {
             assert_eq!(
-                is_news(last.as_ref(), &seen, decided),
+                is_news(last.as_ref(), last_claim.as_ref(), &seen, decided),
                 news,
-                "last {last:?}, seen {seen:?}, decided {decided:?}"
+                "last {last:?}, last claim {last_claim:?}, seen {seen:?}, decided {decided:?}"
             );
         }
     }

@@ -116,13 +116,18 @@ impl Object {
         self.key = key;
         let whole = key != self.shown_key;
         let changed = key.map(|(n, e, _)| (n, e)) != self.shown_key.map(|(n, e, _)| (n, e));
-        let claim = changed
-            && match (decided, key) {
-                _ if bent == Bent::NewsOnEveryChange => true,
-                (None, _) => true,
-                (Some(_), None) => false,
-                (Some(d), Some((whom, _, _))) => whom != d,
-            };
+        let candidate = |k: Key| k.map(|(n, e, _)| (n, e));
+        let claim = match (decided, key) {
+            _ if bent == Bent::NewsOnEveryChange => changed,
+            (None, _) => changed,
+            (Some(_), None) => false,
+            // The decision's hub named again: news only if it differs from the last claim
+            // shown, erasures aside.
+            (Some(d), Some((whom, _, _))) if whom == d => {
+                candidate(key) != candidate(self.last_claim)
+            }
+            (Some(_), Some(_)) => changed,
+        };
         self.shown_version = self.version;
         if whole {
             self.since = Some(at);
