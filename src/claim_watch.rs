@@ -159,7 +159,8 @@ pub struct HubWatch {
     pub view: watch::Sender<WatchView>,
     /// Whether news includes a change of `lastUpdated` alone ([`Closely`]).
     pub closely: Closely,
-    /// The published decision: a claim for its hub, and an erasure, are no news ([`is_news`]).
+    /// The published decision: an erasure, and the same claim for its hub again after an
+    /// erasure, are no news ([`is_news`]).
     pub decided: watch::Receiver<Option<Handoff>>,
 }
 

@@ -21,6 +21,7 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
+use crate::exec::supervisor::{AFTER_KILL, UNKILLABLE_EXIT};
 use crate::metrics::{EventFailure as Failure, Outcome};
 use crate::overrides::Kind as SteerKind;
 use crate::verdict::{ErrorReason, HubId};
@@ -199,6 +200,7 @@ impl Fact {
                     Outcome::Verified => (Normal, "WorkerRestarted", "Restart", format!("the worker restarted onto the new hub{g}")),
                     Outcome::GateCleared => (Normal, "WorkerRestarted", "Restart", format!("the worker restarted onto the new hub and acknowledged it{g}")),
                     Outcome::Unverified => (Warning, "WorkerRestartUnverified", "Restart", format!("restart mode {mode}: could not verify that the worker restarted onto the new hub{g}")),
+                    Outcome::Unkillable => (Warning, "WorkerUnkillable", "Restart", format!("restart mode {mode}: the worker was still there {} after its SIGKILL (stuck in the kernel?); the exec wrapper exited {UNKILLABLE_EXIT} so that its container ends and kubelet starts it again onto the new hub{g}. The worker container's previous log says which process", humantime::format_duration(AFTER_KILL))),
                 }
             }
             Fact::AllRestarted { generation, after } => {

@@ -28,6 +28,7 @@ pub const KUBECONFIG_FILE: &str = "kubeconfig";
 pub const ACK_FILE: &str = "worker-ack.json";
 pub const RESTART_REQUEST_FILE: &str = "restart-request.json";
 pub const MOVE_REQUEST_FILE: &str = "move-request.json";
+pub const UNKILLABLE_FILE: &str = "worker-unkillable.json";
 const DATA_LINK: &str = "..data";
 const FILES: [&str; 3] = [JSON_FILE, ENV_FILE, KUBECONFIG_FILE];
 
@@ -300,6 +301,38 @@ pub fn write_move_request(dir: &Path, request: &MoveRequest) -> io::Result<()> {
 /// The last move request, if there is a readable one.
 pub fn read_move_request(dir: &Path) -> Option<MoveRequest> {
     read_json(dir, MOVE_REQUEST_FILE)
+}
+
+/// `worker-unkillable.json`: written by `hub-follower exec --in-place` just before it exits
+/// with code 75, because the worker it was moving was still there after its SIGKILL. The
+/// sidecar takes it (reads and removes it) to count and record it: the wrapper's own words go
+/// only to the worker container's log.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Unkillable {
+    pub pid: u32,
+    /// The decision the stuck worker was started on.
+    pub generation: u64,
+    pub hub: HubId,
+    /// RFC 3339: when the wrapper gave up.
+    pub at: String,
+}
+
+/// Writes the wrapper's last words in one rename.
+pub fn write_unkillable(dir: &Path, unkillable: &Unkillable) -> io::Result<()> {
+    replace_json(dir, UNKILLABLE_FILE, unkillable)
+}
+
+/// The wrapper's last words, once: read and removed. A file that cannot be parsed still counts
+/// (`Some(None)`): the wrapper wrote it, so a worker outlived its SIGKILL. A file that cannot be
+/// removed is taken again next time: counted twice rather than never.
+pub fn take_unkillable(dir: &Path) -> Option<Option<Unkillable>> {
+    let path = dir.join(UNKILLABLE_FILE);
+    let bytes = fs::read(&path).ok()?;
+    if let Err(e) = fs::remove_file(&path) {
+        tracing::warn!(file = %path.display(), error = %e, "cannot remove the exec wrapper's report of an unkillable worker; it will be counted again");
+    }
+    Some(serde_json::from_slice(&bytes).ok())
 }
 
 /// `restart-request.json` as found: the request, when it can be read, and when the file was

@@ -27,10 +27,13 @@ pub enum Outcome {
     Exited,
     /// In-place mode: the move request for the exec wrapper is written.
     Requested,
+    /// In-place mode: the exec wrapper found the worker still there after its SIGKILL
+    /// (stuck in the kernel) and ended the worker's container, so that kubelet starts it again.
+    Unkillable,
 }
 
 impl Outcome {
-    pub const ALL: [Outcome; 11] = [
+    pub const ALL: [Outcome; 12] = [
         Outcome::Signalled,
         Outcome::Killed,
         Outcome::Verified,
@@ -42,6 +45,7 @@ impl Outcome {
         Outcome::Observed,
         Outcome::Exited,
         Outcome::Requested,
+        Outcome::Unkillable,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -57,6 +61,7 @@ impl Outcome {
             Outcome::Observed => "observed",
             Outcome::Exited => "exited",
             Outcome::Requested => "requested",
+            Outcome::Unkillable => "unkillable",
         }
     }
 }

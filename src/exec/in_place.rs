@@ -114,11 +114,28 @@ pub fn run(options: &Options) -> Result<u8, ExecError> {
                     send(pgid, sig::SIGKILL, true);
                     kill_descendants();
                 }
-                Order::GiveUp { pid } => {
+                Order::GiveUp {
+                    pid,
+                    generation,
+                    hub,
+                } => {
                     eprintln!(
                         "hub-follower exec: the worker (PID {pid}) is still there {} after its SIGKILL (stuck in the kernel?); exiting {UNKILLABLE_EXIT}, so that the container ends with every process in it and kubelet starts it again onto the published decision",
                         humantime::format_duration(AFTER_KILL)
                     );
+                    // For the sidecar, which counts it and records an Event.
+                    let report = handoff::Unkillable {
+                        pid: pid.unsigned_abs(),
+                        generation,
+                        hub,
+                        at: jiff::Timestamp::now().to_string(),
+                    };
+                    if let Err(e) = handoff::write_unkillable(options.dir, &report) {
+                        eprintln!(
+                            "hub-follower exec: cannot write {}: {e}",
+                            options.dir.join(handoff::UNKILLABLE_FILE).display()
+                        );
+                    }
                     return Ok(UNKILLABLE_EXIT);
                 }
                 Order::Exit(code) => return Ok(code),

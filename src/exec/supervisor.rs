@@ -88,7 +88,11 @@ pub enum Order {
     Sweep { pgid: i32 },
     /// The worker outlived its SIGKILL by [`AFTER_KILL`]: say so and leave with
     /// [`UNKILLABLE_EXIT`].
-    GiveUp { pid: i32 },
+    GiveUp {
+        pid: i32,
+        generation: u64,
+        hub: HubId,
+    },
     /// Leave with this code.
     Exit(u8),
 }
@@ -203,7 +207,11 @@ impl Supervisor {
                 // Once: the wrapper leaves.
                 self.stopping = None;
                 self.leaving = true;
-                self.out.push(Order::GiveUp { pid: w.pid });
+                self.out.push(Order::GiveUp {
+                    pid: w.pid,
+                    generation: w.generation,
+                    hub: w.hub,
+                });
             }
             _ => {}
         }
@@ -336,7 +344,14 @@ mod tests {
         assert_eq!(r.at(31.0, Input::Tick), [Order::Kill { pid: 10 }]);
         assert_eq!(r.s.next_wake(), Some(r.t0 + Duration::from_secs(41)));
         assert_eq!(r.at(40.9, Input::Tick), []);
-        assert_eq!(r.at(41.0, Input::Tick), [Order::GiveUp { pid: 10 }]);
+        assert_eq!(
+            r.at(41.0, Input::Tick),
+            [Order::GiveUp {
+                pid: 10,
+                generation: 1,
+                hub: P
+            }]
+        );
         assert_eq!(r.s.next_wake(), None);
         assert_eq!(r.at(42.0, Input::Tick), [], "given up once");
         // No new worker: the wrapper is leaving, and a late exit only sweeps.

@@ -265,7 +265,20 @@ impl Restarter {
 
     async fn read_ack(&mut self, now: Instant) {
         let dir = self.handoff_dir.clone();
-        if let Some(ack) = off_runtime(move || handoff::read_ack(&dir)).await.flatten() {
+        let (ack, unkillable) =
+            off_runtime(move || (handoff::read_ack(&dir), handoff::take_unkillable(&dir)))
+                .await
+                .unwrap_or_default();
+        // The wrapper gave up on a worker that outlived its SIGKILL, and ended its container:
+        // written before that container's end, so before the next worker's acknowledgement.
+        if let Some(report) = unkillable {
+            match &report {
+                Some(r) => tracing::warn!(pid = r.pid, generation = r.generation, hub = %r.hub, at = %r.at, "the exec wrapper found the worker still there after its SIGKILL and ended its container"),
+                None => tracing::warn!(file = handoff::UNKILLABLE_FILE, "the exec wrapper found the worker still there after its SIGKILL and ended its container (its report cannot be parsed)"),
+            }
+            self.record(Outcome::Unkillable);
+        }
+        if let Some(ack) = ack {
             let ack = machine::Ack {
                 generation: ack.generation,
                 hub: ack.hub,
@@ -554,6 +567,80 @@ mod tests {
         tokio::time::sleep(secs(5)).await;
         assert_eq!(view.borrow().waiting_for, Some(pacing::Wait::Cooldown));
         assert_eq!(second.await.unwrap(), Some(42));
+    }
+
+    /// In place, the wrapper gave up on a worker that outlived its SIGKILL and exited 75: the
+    /// sidecar learns it from the wrapper's report, counts it once and records a Warning, and
+    /// verifies the move by the next worker's acknowledgement.
+    #[tokio::test(start_paused = true)]
+    async fn an_unkillable_worker_in_place_is_counted_and_recorded_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = restart_config(RestartMode::InPlace);
+        config.jitter = Duration::ZERO;
+        let ack = |generation, hub| {
+            let ack = handoff::Ack {
+                generation,
+                pid: 42,
+                started_at: String::new(),
+                hub: Some(hub),
+            };
+            handoff::write_ack(dir.path(), &ack).unwrap();
+        };
+        let metrics = Metrics::new(&[P, S], "in-place").unwrap();
+        let (events_tx, mut events) = tokio::sync::mpsc::channel(16);
+        let failed = metrics.events_failed.clone();
+        let (decisions, rx) = watch::channel(None);
+        let (_stop, stop) = watch::channel(false);
+        ack(1, P);
+        decisions.send_replace(Some(handoff(P, 1, Reason::Startup)));
+        let restarter = Restarter::new(config, dir.path().into(), metrics.clone())
+            .with_events(Sink::new(events_tx, failed));
+        let view = restarter.subscribe();
+        tokio::spawn(restarter.run(rx, stop));
+        tokio::time::sleep(secs(1)).await;
+        decisions.send_replace(Some(handoff(S, 2, Reason::Switch)));
+        tokio::time::sleep(secs(1)).await;
+        let request = handoff::read_move_request(dir.path()).expect("the move is asked for");
+        assert_eq!((request.generation, request.hub), (2, S));
+
+        // The wrapper's last words, then (kubelet restarted its container) the next worker's.
+        let report = handoff::Unkillable {
+            pid: 42,
+            generation: 1,
+            hub: P,
+            at: jiff::Timestamp::now().to_string(),
+        };
+        handoff::write_unkillable(dir.path(), &report).unwrap();
+        ack(2, S);
+        tokio::time::sleep(secs(5)).await;
+        assert_eq!(view.borrow().phase, Phase::Verified);
+        let count = |outcome: &str| {
+            metrics
+                .worker_restarts
+                .with_label_values(&["in-place", outcome])
+                .get()
+        };
+        assert_eq!(count("unkillable"), 1);
+        assert!(
+            !dir.path().join(handoff::UNKILLABLE_FILE).exists(),
+            "the report is taken"
+        );
+        let mut notes = Vec::new();
+        while let Ok(note) = events.try_recv() {
+            notes.push(note);
+        }
+        let unkillable: Vec<_> = notes
+            .iter()
+            .filter(|n| n.reason == "WorkerUnkillable")
+            .collect();
+        assert_eq!(unkillable.len(), 1, "{notes:?}");
+        assert_eq!(unkillable[0].kind, crate::events::Kind::Warning);
+        assert!(unkillable[0].message.contains("SIGKILL"));
+
+        // A later read of the acknowledgement counts nothing again.
+        decisions.send_replace(Some(handoff(S, 3, Reason::Resumed)));
+        tokio::time::sleep(secs(5)).await;
+        assert_eq!(count("unkillable"), 1);
     }
 
     #[test]

@@ -14,10 +14,9 @@ import chartkit
 # The metric names the chart may use; tests/image checks them against the binary.
 METRICS = chartkit.METRICS
 selectors = chartkit.selectors
-RESTART_OUTCOMES = {
-    "signalled", "killed", "verified", "unverified", "not_found",
-    "permission_denied", "gate_failed", "gate_cleared", "observed",
-}
+# The `outcome` label's values, read from the code that defines them (src/metrics.rs).
+RESTART_OUTCOMES = set(re.findall(r'Outcome::\w+ => "(\w+)"', (chartkit.REPO / "src/metrics.rs").read_text()))
+assert {"unverified", "unkillable", "requested"} <= RESTART_OUTCOMES, RESTART_OUTCOMES
 ALERTS = {
     "HubFollowerSecondaryHubUnreachable",
     "HubFollowerNoUsableHub",

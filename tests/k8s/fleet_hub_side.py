@@ -81,7 +81,6 @@ class RealHubSide:
         self.leader = "primary"
         self.mirroring = True
         self.erasures: dict[str, queue.Queue[str]] = {role: queue.Queue() for role in self.sides}
-        self.published: dict[str, list[float]] = {role: [] for role in self.sides}  # answer time of each claim write
         self.promotion: dict[str, tuple[float, float]] = {}  # name -> (sent, answered) of B's first claim
         self.passes = 0  # the publisher's passes over every Cluster, completed
         self.lock = threading.Lock()
@@ -189,7 +188,6 @@ class RealHubSide:
                 sent = time.time()
                 if self._write(leader, name, {**mine, "lastUpdated": stamp(sent)}):
                     answered = time.time()
-                    self.published[leader].append(answered)
                     if promoted and leader == "secondary":
                         self.promotion.setdefault(name, (sent, answered))
             if whole:

@@ -178,7 +178,7 @@ spec:
         # talking to the old hub.
         - alert: HubFollowerWorkerRestartUnverified
           expr: |
-            sum without (mode, outcome) (increase(kubeslice_worker_hub_worker_restarts_total{outcome=~"unverified|not_found|permission_denied"}[1h])) > 0
+            sum without (mode, outcome) (increase(kubeslice_worker_hub_worker_restarts_total{outcome=~"unverified|not_found|permission_denied|unkillable"}[1h])) > 0
           labels:
             severity: warning
             {{- with $rule.alertLabels }}
@@ -186,7 +186,7 @@ spec:
             {{- end }}
           annotations:
             summary: A worker restart after a hub switch was not verified.
-            description: {{ `hub-follower in {{ $labels.namespace }}/{{ $labels.pod }} restarted the worker after a switch but did not see it come back on the new hub.` | quote }}
+            description: {{ `hub-follower in {{ $labels.namespace }}/{{ $labels.pod }} moved the worker after a switch, and in the last hour a move ended as unverified, not_found, permission_denied or unkillable (kubeslice_worker_hub_worker_restarts_total): the worker may still be on the old hub, or a stuck process may be left on the node.` | quote }}
             runbook_url: {{ printf "%s#hubfollowerworkerrestartunverified" $base }}
         {{- if $hf.watch.enabled }}
         # A hub answers probes but its watch has been down for for.watchDown: usually the
