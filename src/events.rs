@@ -89,11 +89,12 @@ pub enum Fact {
         why: String,
     },
     /// Two hubs each claim themselves at the same epoch, and a switch between them is held
-    /// until `until` (RFC 3339): at most one move per `--split-brain-window`.
+    /// until `until` (RFC 3339): at most one move per `--split-brain-window`. `None`: the worker
+    /// has not moved, and the basis holds it until rule 10 ends the hold.
     SplitBrain {
         established: HubId,
         other: HubId,
-        until: String,
+        until: Option<String>,
     },
     /// The worker's hub has gone quiet for `silent_for` (no answer, or no claim for itself),
     /// so a claim another hub makes for itself moves the worker although it is not fresher
@@ -229,7 +230,10 @@ impl Fact {
             ),
             Fact::SplitBrain { established, other, until } => (
                 Warning, "HubSplitBrain", "Confirm",
-                format!("split brain: the {established} hub and the {other} hub each claim to be Active at the same epoch; the worker moves at most once per --split-brain-window, next at {until} at the earliest; pin the right hub (hub-follower.kubeslice.io/pin) until the controllers agree"),
+                match until {
+                    Some(until) => format!("split brain: the {established} hub and the {other} hub each claim to be Active at the same epoch; the worker moves at most once per --split-brain-window, next at {until} at the earliest; pin the right hub (hub-follower.kubeslice.io/pin) until the controllers agree"),
+                    None => format!("split brain: the {established} hub and the {other} hub each claim to be Active at the same epoch, and the {other} hub's claim is no fresher than the one the worker's decision rests on; the worker stays on the {established} hub until it has shown no claim for itself for --dead-hub-after; pin the right hub (hub-follower.kubeslice.io/pin) until the controllers agree"),
+                },
             ),
             Fact::LeavingSilentHub { hub, to, silent_for, quiet } => (
                 Warning, "HubLeavingSilent", "Confirm",

@@ -210,11 +210,13 @@ pub enum Hold {
     DrainNoAlternative { drained: HubId },
     /// A split brain: the winner and the established hub each claim themselves at the same
     /// epoch, and the worker moved at `moved_at`, less than a window ago (rule 11). Held until
-    /// `until`.
+    /// `until`. Both `None` when the worker has not moved since this sidecar started and the
+    /// winner's claim is no fresher than the basis: the basis holds it (rule 5), until a
+    /// fresher claim or rule 10 ends the hold, not a window.
     SplitBrain {
         established: HubId,
-        moved_at: Timestamp,
-        until: Timestamp,
+        moved_at: Option<Timestamp>,
+        until: Option<Timestamp>,
     },
 }
 
@@ -1057,14 +1059,15 @@ impl Resolver {
                 .is_none_or(|d| freshness(claim, d) == Ordering::Greater);
             if matches!(h, Hold::NotFresherThanBasis { .. }) && self_claimed && written_since {
                 if let Some(e) = self.established_claims_itself_at(claim, claims, verdicts) {
-                    let moved_at = self.moved_at.unwrap_or(now);
-                    let until = moved_at
-                        .checked_add(self.liveness.split_brain_window)
-                        .unwrap_or(now)
-                        .max(now);
+                    let until = self.moved_at.map(|moved_at| {
+                        moved_at
+                            .checked_add(self.liveness.split_brain_window)
+                            .unwrap_or(now)
+                            .max(now)
+                    });
                     return Some(Hold::SplitBrain {
                         established: e,
-                        moved_at,
+                        moved_at: self.moved_at,
                         until,
                     });
                 }
@@ -1127,8 +1130,8 @@ impl Resolver {
         let e = self.established_claims_itself_at(claim, claims, verdicts)?;
         Some(Hold::SplitBrain {
             established: e,
-            moved_at,
-            until,
+            moved_at: Some(moved_at),
+            until: Some(until),
         })
     }
 
@@ -1412,8 +1415,8 @@ mod tests {
             Hold::DrainNoAlternative { drained: P },
             Hold::SplitBrain {
                 established: P,
-                moved_at: Timestamp::UNIX_EPOCH,
-                until: Timestamp::UNIX_EPOCH,
+                moved_at: None,
+                until: None,
             },
         ];
         let mut seen: Vec<&str> = holds.iter().map(Hold::reason).collect();
@@ -2612,8 +2615,8 @@ mod liveness {
                 P,
                 Hold::SplitBrain {
                     established: S,
-                    moved_at: t(1),
-                    until: t(301)
+                    moved_at: Some(t(1)),
+                    until: Some(t(301))
                 }
             )
         );
@@ -2690,6 +2693,30 @@ mod liveness {
         r.witness(S, &own, t(3));
         let step = round(&mut r, 4, &claim(A, Some(8), 4), &Verdict::NoClaim);
         assert_eq!(step.held.map(|h| h.why.reason()), Some("split_brain"));
+    }
+
+    #[test]
+    fn a_split_brain_before_any_move_says_no_move_and_no_window() {
+        // A's clock is ahead: its claims are dated later than B's. A republished once since
+        // the decision (the basis followed it), then its controller died; B claims itself
+        // later than the decision's claim but earlier than the basis. A's last word is its own
+        // claim, so this reads as a split brain; the worker never moved, so no window is
+        // said, only the basis, which rule 10 ends.
+        let mut r = on_a(3, None);
+        round(&mut r, 10, &claim(A, None, 200), &claim(A, None, 200));
+        let step = round(&mut r, 20, &Verdict::NoClaim, &claim(B, None, 150));
+        let held = step.held.expect("held");
+        assert_eq!(
+            (held.candidate.hub, held.why),
+            (
+                S,
+                Hold::SplitBrain {
+                    established: P,
+                    moved_at: None,
+                    until: None
+                }
+            )
+        );
     }
 
     // --- Rule 12: no decision from silence ----------------------------------------------

@@ -79,7 +79,7 @@ pub struct SeenClaim {
 pub struct HeldView {
     pub candidate: HubId,
     pub identity: Option<String>,
-    /// `older_than_basis`, `unauthenticated`, `pinned_hub_unreachable` or `drain_no_alternative`.
+    /// One of [`crate::resolver::Hold::REASONS`]: `older_than_basis`, `unauthenticated`, `pinned_hub_unreachable`, `drain_no_alternative` or `split_brain`.
     pub reason: &'static str,
     /// In words, for people.
     pub why: String,

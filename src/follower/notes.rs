@@ -222,10 +222,13 @@ impl Core {
             ),
             Hold::SplitBrain {
                 established,
-                moved_at,
-                until,
+                moved_at: Some(moved_at),
+                until: Some(until),
             } => format!(
                     "split brain: it and the {established} hub each claim to be Active at the same epoch; the worker moved at {moved_at} and moves at most once per --split-brain-window, so not before {until}; pin the right hub to end it sooner"
+            ),
+            Hold::SplitBrain { established, .. } => format!(
+                    "split brain: it and the {established} hub each claim to be Active at the same epoch, and its claim is no fresher than the one the worker's decision rests on; the worker stays until the {established} hub has shown no claim for itself for --dead-hub-after, or a fresher claim comes; pin the right hub to end it sooner"
             ),
         };
         self.metrics
@@ -272,11 +275,11 @@ impl Core {
             },
         }) = held.filter(|_| !was)
         {
-            tracing::warn!(established = %established, other = %candidate.hub, until = %until, "split brain: two hubs each claim to be Active at the same epoch; the worker moves at most once per --split-brain-window");
+            tracing::warn!(established = %established, other = %candidate.hub, until = ?until.map(|u| u.to_string()), "split brain: two hubs each claim to be Active at the same epoch; the worker moves at most once per --split-brain-window");
             self.events.send(Fact::SplitBrain {
                 established: *established,
                 other: candidate.hub,
-                until: until.to_string(),
+                until: until.map(|u| u.to_string()),
             });
         } else if was && !step_split_brain {
             tracing::info!("no split brain held a switch back for a whole --split-brain-window");
