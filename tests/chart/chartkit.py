@@ -36,6 +36,8 @@ CHARTS = REPO / "charts"
 LIBRARY = CHARTS / "hub-follower"
 EXAMPLE = CHARTS / "hub-follower-example"
 DOCS = REPO / "docs" / "helm.md"
+# The alerts' runbooks, one `## <alert name>` section each; the default runbookBaseURL.
+RUNBOOKS = REPO / "docs" / "runbooks.md"
 # The Grafana dashboard the library renders into a ConfigMap (dashboard.enabled).
 DASHBOARD = LIBRARY / "files" / "dashboard.json"
 README = REPO / "README.md"

@@ -155,8 +155,7 @@ def test_docs_table_lists_every_value():
 def test_docs_and_readme_show_the_patchs_wrap():
     # The integration documented is the one the patch makes, which the kubeslice-worker
     # fixture gets.
-    for doc in (chartkit.DOCS, chartkit.README):
-        assert chartkit.FIXTURE_WRAP in doc.read_text(), doc
+    assert chartkit.FIXTURE_WRAP in chartkit.DOCS.read_text()
     wrap = chartkit.patch_added_lines("templates/operator-deployment.yaml")
     assert wrap[-1] == chartkit.FIXTURE_WRAP
     # docs/helm.md shows the define first, then the end and the wrap, as the patch has them.
@@ -231,19 +230,29 @@ def test_readme_first_screen_is_the_two_commands():
     text = chartkit.README.read_text()
     first = re.search(r"```sh\n(.*?)```", text, flags=re.S).group(1)
     assert [l.split("#")[0].strip() for l in first.splitlines()] == ["cargo run --example demo", "bash scripts/test"]
-    assert text.index(first) < text.index("## Quick start with Helm")
+    assert text.index(first) < text.index("## Install on the published kubeslice-worker chart")
 
 
-def test_readme_quick_start_runs_helm_dependency_update(tmp_path):
-    quick = readme_section("Quick start with Helm")
+def test_readme_installs_in_at_most_12_commands():
+    install = readme_section("Install on the published kubeslice-worker chart")
+    commands = [line for block in re.findall(r"```sh\n(.*?)```", install, flags=re.S)
+                for line in block.replace("\\\n", " ").splitlines() if line.strip() and not line.startswith("#")]
+    assert len(commands) <= 12, commands
+    # The checklist names every prerequisite that leaves a worker unprotected when missing.
+    for needed in ("HA mode", "declares `status.activeController`", "reader Role on both hubs", "Standby's credential"):
+        assert needed in install, needed
+
+
+def test_helm_md_section_1_runs_helm_dependency_update(tmp_path):
+    quick = chartkit.DOCS.read_text().split("\n## 1. ")[1].split("\n## 2. ")[0]
     blocks = re.findall(r"```(\w+)\n(.*?)```", quick, flags=re.S)
     kinds = [k for k, _ in blocks]
-    # The dependency (yaml), the wrap (gotemplate), then `helm dependency update` (sh),
+    # The dependency (yaml), then `helm dependency update` (sh), and the wrap (gotemplate),
     # before the values that turn it on.
     dep = next(i for i, (k, b) in enumerate(blocks) if k == "yaml" and "dependencies:" in b)
     update = next(i for i, (k, b) in enumerate(blocks) if k == "sh" and re.search(r"^helm dependency update \S+$", b, flags=re.M))
     values = next(i for i, (k, b) in enumerate(blocks) if k == "yaml" and "hubFollower:" in b)
-    assert dep < kinds.index("gotemplate") < update < values
+    assert dep < update < values and kinds.index("gotemplate") < values
     assert 'no template "hub-follower.inject"' in quick
     # And that is what Helm says without it: the fixture with its dependency declared
     # but not fetched.

@@ -8,6 +8,7 @@ import re
 import jsonschema
 import promql_parser
 import pytest
+import yaml
 
 import chartkit
 
@@ -454,15 +455,77 @@ def test_windows_follow_the_poll_interval(chart):
     assert "in the last 180s," in active["annotations"]["description"]
 
 
+def anchor(heading: str) -> str:
+    """GitHub's anchor of a Markdown heading line."""
+    return re.sub(r"[^a-z0-9 -]", "", heading.lstrip("#").strip().lower()).replace(" ", "-")
+
+
+def runbook_sections() -> dict[str, str]:
+    """docs/runbooks.md's `## HubFollower…` sections, by alert name; each name once."""
+    parts = re.split(r"^## (HubFollower\w+)\n", chartkit.RUNBOOKS.read_text(), flags=re.M)
+    names = parts[1::2]
+    assert len(names) == len(set(names)), f"a runbook section twice: {names}"
+    return dict(zip(names, parts[2::2]))
+
+
+# The guard's alert (charts/hub-follower-post-renderer/sidecar-guard.yaml), applied
+# outside any release; its runbook is in docs/runbooks.md too.
+GUARD = chartkit.REPO / "charts" / "hub-follower-post-renderer" / "sidecar-guard.yaml"
+
+
+def guard_alert() -> dict:
+    (alert,) = [r for g in yaml.safe_load(GUARD.read_text())["spec"]["groups"] for r in g["rules"]]
+    return alert
+
+
 def test_runbook_links_resolve_to_docs_sections(rendered):
     _, alerts = rules(rendered)
-    headings = {
-        re.sub(r"[^a-z0-9 -]", "", line.lstrip("#").strip().lower()).replace(" ", "-")
-        for line in chartkit.DOCS.read_text().splitlines()
-        if line.startswith("#")
-    }
-    for name, alert in alerts.items():
+    headings = {anchor(line) for line in chartkit.RUNBOOKS.read_text().splitlines() if line.startswith("#")}
+    default = yaml.safe_load((chartkit.LIBRARY / "values.yaml").read_text())["metrics"]["prometheusRule"]["runbookBaseURL"]
+    assert default == "https://github.com/kubeslice/hub-follower/blob/main/docs/runbooks.md"
+    for name, alert in [*alerts.items(), ("HubFollowerSidecarMissing", guard_alert())]:
         url = alert["annotations"]["runbook_url"]
-        base, _, anchor = url.partition("#")
-        assert base.endswith("docs/helm.md"), url
-        assert anchor == name.lower() and anchor in headings, (name, url)
+        base, _, fragment = url.partition("#")
+        assert base == default, url
+        assert fragment == name.lower() and fragment in headings, (name, url)
+
+
+def test_runbooks_md_has_one_section_per_alert_and_its_table_row(rendered):
+    _, alerts = rules(rendered)
+    alerts = {**alerts, "HubFollowerSidecarMissing": guard_alert()}
+    sections = runbook_sections()
+    assert set(sections) == set(alerts) == ALERTS | {"HubFollowerSidecarMissing"}
+    text = chartkit.RUNBOOKS.read_text()
+    for name, section in sections.items():
+        alert = alerts[name]
+        severity, duration = alert["labels"]["severity"], alert.get("for")
+        # What it means, its expression, how to check, the fix.
+        for part in (r"\*\*What it means\.\*\*", "```promql\n", r"\*\*Check", r"\*\*(Fix|Check and fix)\b"):
+            assert re.search(part, section), (name, part)
+        # The severity and `for` the rule has, in the section and in the table.
+        said = re.search(r"^Severity `(\w+)`, (?:`for: (\w+)`|no `for`)", section, flags=re.M)
+        assert said and said.groups() == (severity, duration), (name, said and said.groups())
+        (row,) = [l for l in text.splitlines() if l.startswith(f"| [{name}](#{name.lower()}) |")]
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        assert cells[1] == severity and cells[2].split()[0] == (duration or "none"), row
+        assert all(len(c.split()) <= 40 for c in cells), row
+
+
+def test_runbooks_md_shows_each_rules_expression(rendered):
+    # The expression of each section is the rule's, at the defaults (pollInterval 10s:
+    # STALE 60, WINDOW 120; flappingWindow 1h, flappingSwitches 3).
+    _, alerts = rules(rendered)
+    alerts = {**alerts, "HubFollowerSidecarMissing": guard_alert()}
+    defaults = {"FLAPPING_WINDOW": "1h", "FLAPPING_SWITCHES": "3", "WINDOWs": "120s", "STALE": "60"}
+    for name, section in runbook_sections().items():
+        shown = re.search(r"```promql\n(.*?)```", section, flags=re.S).group(1)
+        for placeholder, value in defaults.items():
+            shown = shown.replace(placeholder, value)
+        assert shown.strip() == alerts[name]["expr"].strip(), name
+
+
+def test_the_runbooks_are_in_one_place():
+    # docs/runbooks.md is the one copy: helm.md and metrics.md hold no alert's section.
+    for doc in ("helm.md", "metrics.md"):
+        lines = (chartkit.REPO / "docs" / doc).read_text().splitlines()
+        assert not [l for l in lines if l.startswith("#") and "HubFollower" in l], doc

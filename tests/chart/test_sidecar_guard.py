@@ -65,7 +65,7 @@ def test_the_unit_tests_fail_against_a_wrong_guard(promtool, tmp_path, change, f
 
 def test_the_guard_has_its_runbook_and_is_in_no_release():
     runbook = guard()["spec"]["groups"][0]["rules"][0]["annotations"]["runbook_url"]
-    assert runbook.endswith("#hubfollowersidecarmissing")
-    assert "\n#### HubFollowerSidecarMissing\n" in (chartkit.REPO / "docs" / "helm.md").read_text()
+    assert runbook == "https://github.com/kubeslice/hub-follower/blob/main/docs/runbooks.md#hubfollowersidecarmissing"
+    assert "\n## HubFollowerSidecarMissing\n" in chartkit.RUNBOOKS.read_text()
     ignored = (GUARD.parent / ".helmignore").read_text().splitlines()
     assert GUARD.name in ignored, "helm package would carry the guard into the release's chart"

@@ -95,8 +95,10 @@ class HaController:
     is its death (its API server stays up)."""
 
     def __init__(self, hub: Hub, peer: Hub, identity: str, *, recheck: float = 30, lease: float = 15,
-                 padding: float = 5, renew: float = 2, skew: float = 0):
+                 padding: float = 5, renew: float = 2, skew: float = 0, endpoint: str | None = None):
+        """`endpoint`: the one it publishes (its API server's unless given: a proxy in front)."""
         self.hub, self.peer, self.identity = hub, peer, identity
+        self.endpoint = endpoint or hub.cp.endpoint
         self.recheck, self.lease, self.padding, self.renew, self.skew = recheck, lease, padding, renew, skew
         self.api, self.peer_api = Api(hub.cp), Api(peer.cp)
         self.ca = base64.b64encode(hub.cp.pki.ca_crt.read_bytes()).decode()
@@ -190,7 +192,7 @@ class HaController:
             return None
         status = obj.get("status") or {}
         field = status.get("activeController") or {}
-        mine = {"endpoint": self.hub.cp.endpoint, "caBundle": self.ca, "activeIdentity": self.identity}
+        mine = {"endpoint": self.endpoint, "caBundle": self.ca, "activeIdentity": self.identity}
         if all(field.get(k) == v for k, v in mine.items()):
             return False
         status["activeController"] = {**mine, "lastUpdated": stamp(self.now())}

@@ -1,6 +1,6 @@
 """The docs' install routes and day-2 commands, run from the docs' own text.
 
-docs/helm.md gives two ways onto the published kubeslice-worker chart (the patch, and the
+README.md's install is the patch route in nine commands; docs/helm.md gives two ways onto the published kubeslice-worker chart (the patch, and the
 post-renderer as a Helm 4 plugin), an Argo CD Config Management Plugin and a Flux
 HelmRelease of the patched chart; docs/operations.md
 gives each day-2 command (the install, a new image, the dashboard, another restart mode,
@@ -10,6 +10,8 @@ helm.md says, with the real Helm CLI (built from its Go module by build.sh) and 
 against a real kube-apiserver. After each command it reads back what the command changed.
 
 What differs from a user's machine, and only that:
+- README's `git clone` of this repository is left out: the working directory gets the
+  checkout's charts copied in, where the clone would put them;
 - the chart repository: `https://kubeslice.github.io/kubeslice/` is replaced by a local
   one serving the kubeslice-worker-shaped fixture (tests/chart/fixtures) as
   `kubeslice-worker` 1.3.1 (there is no network here);
@@ -40,7 +42,9 @@ import yaml
 
 from kube import BIN, REPO, ControlPlane, Pki
 
+README_MD = REPO / "README.md"
 HELM_MD = REPO / "docs" / "helm.md"
+CLONE = "git clone https://github.com/kubeslice/hub-follower\n"
 OPERATIONS_MD = REPO / "docs" / "operations.md"
 FIXTURE = REPO / "tests" / "chart" / "fixtures" / "kubeslice-worker"
 PUBLISHED = "https://kubeslice.github.io/kubeslice/"
@@ -274,6 +278,26 @@ def run_day_2(op: Operator, route: str) -> None:
     # Rollback to the install's revision brings the sidecar back, on either route.
     op.run(block_with(OPERATIONS_MD, "helm rollback kubeslice-worker <revision>"), revision="1")
     has_the_sidecar_for_the_docs_values(op.operator())
+
+
+def test_the_readme_install_as_written(operator: Operator):
+    """README.md's install: its values, then its commands, as a new user runs them."""
+    op = operator
+    (values,) = [b for b in re.findall(r"^```yaml\n(.*?)^```", README_MD.read_text(), re.S | re.M) if "hubFollower:" in b]
+    (op.work / "values.yaml").write_text(values)
+    install = block_with(README_MD, "helm upgrade --install", "git apply")
+    assert install.startswith(CLONE), install
+    op.run(install[len(CLONE):])
+    installed = op.operator()
+    has_the_sidecar_for_the_docs_values(installed)
+    secret = op.kubectl_json("get", "secret", "kubeslice-hub-secondary-token")
+    assert set(secret["data"]) == {"token", "ca.crt"}
+    assert op.revision() == 1
+    # A later upgrade is the same command, and changes nothing.
+    upgrade = [line for line in install.splitlines() if line.startswith("helm upgrade --install")]
+    op.run("\n".join(upgrade))
+    assert op.revision() == 2
+    assert op.operator()["spec"]["template"] == installed["spec"]["template"]
 
 
 def test_the_patch_route_and_every_day_2_command_as_written(operator: Operator):

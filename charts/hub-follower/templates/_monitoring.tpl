@@ -3,7 +3,7 @@ A monitoring.coreos.com/v1 PrometheusRule with the hub-follower alerts, as a com
 document, when hubFollower.enabled and hubFollower.metrics.prometheusRule.enabled.
 The parent puts `{{ include "hub-follower.prometheusRule" . }}` in a template file of
 its own. Each alert links to <runbookBaseURL>#<alert name in lower case>; the
-runbooks are in docs/helm.md.
+runbooks are in docs/runbooks.md.
 
 The expressions aggregate `without` the hub-follower labels instead of `by` target
 labels, so they work whatever labels the scrape configuration attaches.
