@@ -728,6 +728,12 @@ def test_the_real_controllers_hub_side_steady_state_skew_a_new_sidecar_and_a_rec
         assert max(read.values()) <= STEADY // WATCHED_POLL + 2, f"{read} reads in {STEADY} s of steady state, with {republished} republishes and erasures"
         assert pod.metric("kubeslice_worker_hub_switches_total") == 0
         assert pod.status()["published"]["generation"] == 1
+        # README's verify step in the steady state: exit 0, README's lines.
+        code, out = pod.check_text()
+        print(f"hub-follower check in the steady state (exit {code}):\n{out}")
+        assert code == 0, out
+        assert [line.split()[0] for line in out.splitlines()] == [line.split()[0] for line in readme_check_sample()], out
+        assert out.splitlines()[-1].startswith("published: primary "), out
         ctrl_a.check(), ctrl_b.check()
 
         # 2. A's controller dies; A's API server stays up. B promotes after the Lease bound.
