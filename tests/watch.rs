@@ -674,7 +674,9 @@ async fn a_claim_held_for_the_basis_beside_an_erased_claim_is_left_to_its_watch(
     let (hubs, s) = promoted_beside_the_old_claim().await;
     let a = hubs.primary.endpoint();
     hubs.secondary.clear_claim();
-    s.wait_until("the old claim held", Duration::from_secs(10), |s| {
+    // An erasure is no news (`is_news`): the next poll, --poll-interval (10 s) after the
+    // switch's last read, is the round that shows it. So more than 10 s.
+    s.wait_until("the old claim held", Duration::from_secs(25), |s| {
         s.status()["held"]["reason"] == "older_than_basis"
     });
     s.wait_until("reads relaxed", Duration::from_secs(20), |s| {
