@@ -265,12 +265,15 @@ impl Restarter {
 
     async fn read_ack(&mut self, now: Instant) {
         let dir = self.handoff_dir.clone();
-        let (ack, unkillable) =
-            off_runtime(move || (handoff::read_ack(&dir), handoff::take_unkillable(&dir)))
-                .await
-                .unwrap_or_default();
-        // The wrapper gave up on a worker that outlived its SIGKILL, and ended its container:
-        // written before that container's end, so before the next worker's acknowledgement.
+        // Only the in-place wrapper writes the report of an unkillable worker.
+        let in_place = self.config.mode == RestartMode::InPlace;
+        let (ack, unkillable) = off_runtime(move || {
+            let report = in_place.then(|| handoff::take_unkillable(&dir)).flatten();
+            (handoff::read_ack(&dir), report)
+        })
+        .await
+        .unwrap_or_default();
+        // The wrapper gave up on a worker that outlived its SIGKILL, and ended its container.
         if let Some(report) = unkillable {
             match &report {
                 Some(r) => tracing::warn!(pid = r.pid, generation = r.generation, hub = %r.hub, at = %r.at, "the exec wrapper found the worker still there after its SIGKILL and ended its container"),
@@ -458,6 +461,17 @@ mod tests {
     const P: HubId = HubId::PRIMARY;
     const S: HubId = HubId::SECONDARY;
 
+    /// The exec wrapper's acknowledgement of a worker (PID 42) on `generation` and `hub`.
+    fn write_ack(dir: &std::path::Path, generation: u64, hub: HubId) {
+        let ack = handoff::Ack {
+            generation,
+            pid: 42,
+            started_at: String::new(),
+            hub: Some(hub),
+        };
+        handoff::write_ack(dir, &ack).unwrap();
+    }
+
     /// Regression: the worker acknowledged a switch published while the restart for the one
     /// before it was under way; the restarter must know it runs on that newer decision.
     #[tokio::test(start_paused = true)]
@@ -487,13 +501,7 @@ mod tests {
         publish(P, 3, Reason::Switch);
         step().await;
         // Kubelet restarts the worker; the wrapper starts it on the newest decision.
-        let ack = handoff::Ack {
-            generation: 3,
-            pid: 42,
-            started_at: String::new(),
-            hub: Some(P),
-        };
-        handoff::write_ack(dir.path(), &ack).unwrap();
+        write_ack(dir.path(), 3, P);
         tokio::time::sleep(secs(2)).await;
         assert!(!gate(), "the acknowledgement clears the gate");
         assert!(view.borrow().worker_on_current_decision);
@@ -514,15 +522,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut config = restart_config(RestartMode::RestartAll);
         config.jitter = Duration::ZERO;
-        let ack = |generation, hub| {
-            let ack = handoff::Ack {
-                generation,
-                pid: 42,
-                started_at: String::new(),
-                hub: Some(hub),
-            };
-            handoff::write_ack(dir.path(), &ack).unwrap();
-        };
+        let ack = |generation, hub| write_ack(dir.path(), generation, hub);
         let metrics = Metrics::new(&[P, S], "restart-all").unwrap();
         let (decisions, rx) = watch::channel(None);
         let (_stop, stop) = watch::channel(false);
@@ -577,15 +577,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut config = restart_config(RestartMode::InPlace);
         config.jitter = Duration::ZERO;
-        let ack = |generation, hub| {
-            let ack = handoff::Ack {
-                generation,
-                pid: 42,
-                started_at: String::new(),
-                hub: Some(hub),
-            };
-            handoff::write_ack(dir.path(), &ack).unwrap();
-        };
+        let ack = |generation, hub| write_ack(dir.path(), generation, hub);
         let metrics = Metrics::new(&[P, S], "in-place").unwrap();
         let (events_tx, mut events) = tokio::sync::mpsc::channel(16);
         let failed = metrics.events_failed.clone();
