@@ -192,14 +192,14 @@ async fn an_old_active_with_its_clock_ahead_whose_controller_dies_releases_the_w
             (h["reason"].as_str(), h["generation"].as_u64()),
             (Some("switch"), Some(2))
         );
-        let logs = s.logs();
-        assert_eq!(
-            logs.matches("shown no claim for itself for --dead-hub-after")
-                .count(),
-            1,
-            "said once: {logs}"
-        );
+        // The handoff is on disk before the round's notes are said, so the line is awaited.
+        let said = "its watch up, but shown no claim for itself for --dead-hub-after";
+        s.wait_until("rule 10 said", Duration::from_secs(5), |s| {
+            s.logs().contains(said)
+        });
         s.wait_metric("kubeslice_worker_hub_switches_total", 1.0);
+        let logs = s.logs();
+        assert_eq!(logs.matches(said).count(), 1, "said once: {logs}");
     });
 }
 
