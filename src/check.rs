@@ -44,8 +44,8 @@ fn no_claim(
     let unclaimed = probes.iter().all(|p| matches!(p.verdict, Verdict::NoClaim));
     let rests_on_none = published.is_none_or(|h| h.basis.is_none());
     (config.hubs.len() >= 2 && unclaimed && rests_on_none).then(|| ReportProblem {
-        problem: "no_claim",
-        fix: "no hub shows status.activeController, and the published decision rests on no claim. Either the controllers do not run in HA mode (no controller publishes the claim), or a hub's Cluster CRD does not declare status.activeController, so its API server drops the field: install the CRD that declares it. Until then the worker follows no failover. See docs/operations.md#no-hub-shows-a-claim".into(),
+        problem: NO_CLAIM,
+        fix: "no hub shows status.activeController, and the published decision rests on no claim. Either the controllers do not run in HA mode (no controller publishes the claim), or a hub's Cluster CRD does not declare status.activeController, so its API server drops the field: install the CRD that declares it. Until then the worker follows no failover.".into(),
     })
 }
 
@@ -133,8 +133,8 @@ pub async fn run(config: &Config) -> Report {
         .iter()
         .filter(|(_, f)| *f == Some(ClaimField::NotDeclared))
         .map(|(hub, _)| ReportProblem {
-            problem: "crd_drops_claim",
-            fix: format!("the {hub} hub's Cluster CRD (clusters.controller.kubeslice.io) does not declare status.activeController, so its API server drops the claim from every write, and no read or watch can show it: install the CRD that declares it. See docs/operations.md#the-cluster-crd-declares-the-field"),
+            problem: CRD_DROPS_CLAIM,
+            fix: format!("the {hub} hub's Cluster CRD (clusters.controller.kubeslice.io) does not declare status.activeController, so its API server drops the claim from every write, and no read or watch can show it: install the CRD that declares it."),
         })
         .collect();
     let published = handoff::read(&config.handoff_dir).ok().flatten();
@@ -146,6 +146,22 @@ pub async fn run(config: &Config) -> Report {
         usable: probes.iter().any(|p| p.verdict.answered()),
         problems,
     }
+}
+
+/// The problems beyond one hub that `check` reports.
+const CRD_DROPS_CLAIM: &str = "crd_drops_claim";
+const NO_CLAIM: &str = "no_claim";
+#[cfg(test)]
+const REPORT_PROBLEMS: [&str; 2] = [CRD_DROPS_CLAIM, NO_CLAIM];
+
+/// Where each problem word `check` prints is explained: one section per word, whose anchor is
+/// the word itself.
+pub const TROUBLESHOOTING: &str =
+    "https://github.com/kubeslice/hub-follower/blob/main/docs/troubleshooting.md";
+
+/// The link `check` prints under a problem.
+pub fn see(problem: &str) -> String {
+    format!("{TROUBLESHOOTING}#{problem}")
 }
 
 pub fn render(report: &Report, format: OutputFormat) -> String {
@@ -181,10 +197,12 @@ pub fn render(report: &Report, format: OutputFormat) -> String {
                 ));
                 if let Some(a) = &h.credential {
                     out.push_str(&format!(
-                        "{:<width$} {}: {}\n",
+                        "{:<width$} {}: {}\n{:<width$} see {}\n",
                         "",
                         a.problem.as_str(),
-                        a.fix
+                        a.fix,
+                        "",
+                        see(a.problem.as_str())
                     ));
                 }
             }
@@ -209,9 +227,42 @@ pub fn render(report: &Report, format: OutputFormat) -> String {
                 out.push_str("no hub answered\n");
             }
             for p in &report.problems {
-                out.push_str(&format!("{}: {}\n", p.problem, p.fix));
+                out.push_str(&format!(
+                    "{}: {}\n  see {}\n",
+                    p.problem,
+                    p.fix,
+                    see(p.problem)
+                ));
             }
             out
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::credential::Problem;
+    use super::REPORT_PROBLEMS;
+
+    /// Every problem word `check` prints links to a section of docs/troubleshooting.md whose
+    /// anchor is that word.
+    #[test]
+    fn every_problem_check_prints_has_its_troubleshooting_section() {
+        let page = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/docs/troubleshooting.md"
+        ))
+        .expect("docs/troubleshooting.md");
+        let words = Problem::ALL
+            .map(Problem::as_str)
+            .into_iter()
+            .chain(REPORT_PROBLEMS);
+        for word in words {
+            assert!(
+                page.lines().any(|l| l == format!("## `{word}`")),
+                "no `## `{word}`` section in docs/troubleshooting.md"
+            );
+            assert!(super::see(word).ends_with(&format!("docs/troubleshooting.md#{word}")));
         }
     }
 }

@@ -9,6 +9,8 @@ pub mod check;
 pub mod claim;
 pub mod claim_watch;
 pub mod config;
+#[cfg(test)]
+mod docs_reference;
 pub mod events;
 pub mod exec;
 pub mod follower;

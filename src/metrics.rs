@@ -127,6 +127,20 @@ pub struct Metrics {
     pub worker_probe_failures: IntCounterVec,
     pub override_until: GaugeVec,
     pub override_refused: IntGaugeVec,
+    /// Only read for the generated reference; the registry serves it.
+    #[cfg(test)]
+    build_info: IntGaugeVec,
+}
+
+/// A metric as the registry declares it, for the generated reference page: the label values
+/// are those of the series that exist now (none for a family whose series appear with their
+/// first occurrence).
+#[cfg(test)]
+pub(crate) struct Family {
+    pub name: String,
+    pub help: String,
+    pub kind: prometheus::proto::MetricType,
+    pub labels: Vec<(String, Option<String>)>,
 }
 
 impl Metrics {
@@ -205,11 +219,11 @@ impl Metrics {
         )?;
         let active_hub_unclaimed_since = Gauge::new(
             "kubeslice_worker_hub_active_hub_unclaimed_since_timestamp_seconds",
-            "Unix time since which the hub the worker is on has answered without a claim for itself, read or shown by its watch, while its watch was up and after its controller was seen republishing; 0 while it shows one, or while that cannot be known. At --dead-hub-after its basis is released (rule 10).",
+            "Unix time since which the worker's hub has shown no claim for itself (read or watched, its watch up, its controller seen republishing); 0 while it shows one, or cannot be known. At --dead-hub-after its basis is released (rule 10).",
         )?;
         let claim_seen = Gauge::new(
             "kubeslice_worker_hub_claim_seen_timestamp_seconds",
-            "Unix time a hub last showed a claim, read or shown by its watch, or the first round of this sidecar while none has; 0 in single-hub mode. Ten minutes without one means no controller publishes in HA mode, or the hubs' Cluster CRD drops status.activeController: the worker follows no failover.",
+            "Unix time a hub last showed a claim, read or watched, or this sidecar's first round while none has; 0 with one hub. Ten minutes without one: no HA controller publishes, or the Cluster CRD drops status.activeController.",
         )?;
         let pending_confirmations = IntGauge::new(
             "kubeslice_worker_hub_switch_pending_confirmations",
@@ -331,7 +345,7 @@ impl Metrics {
         registry.register(Box::new(worker_probe_failures.clone()))?;
         registry.register(Box::new(override_until.clone()))?;
         registry.register(Box::new(override_refused.clone()))?;
-        registry.register(Box::new(build_info))?;
+        registry.register(Box::new(build_info.clone()))?;
         for kind in Kind::ALL {
             override_refused.with_label_values(&[kind.as_str()]).set(0);
         }
@@ -391,7 +405,68 @@ impl Metrics {
             worker_probe_failures,
             override_until,
             override_refused,
+            #[cfg(test)]
+            build_info,
         })
+    }
+
+    /// Every registered metric, in the order of `/metrics`, with the series it has now.
+    #[cfg(test)]
+    pub(crate) fn families(&self) -> Vec<Family> {
+        use prometheus::core::Collector;
+        let collectors: [&dyn Collector; 27] = [
+            &self.switches,
+            &self.switches_vouched,
+            &self.probe_errors,
+            &self.probe_duration,
+            &self.active,
+            &self.claims_rejected,
+            &self.claims_vanished,
+            &self.claims_older_than_basis,
+            &self.switches_held,
+            &self.switch_held,
+            &self.split_brain,
+            &self.active_hub_unclaimed_since,
+            &self.claim_seen,
+            &self.pending_confirmations,
+            &self.poll_interval,
+            &self.last_success,
+            &self.handoff_write_errors,
+            &self.worker_restarts,
+            &self.worker_on_current,
+            &self.watch_events,
+            &self.watch_restarts,
+            &self.watch_up,
+            &self.events_failed,
+            &self.worker_probe_failures,
+            &self.override_until,
+            &self.override_refused,
+            &self.build_info,
+        ];
+        let mut out: Vec<Family> = collectors
+            .iter()
+            .flat_map(|c| c.desc().into_iter().zip(c.collect()).collect::<Vec<_>>())
+            .map(|(desc, family)| {
+                let mut labels: Vec<(String, Option<String>)> = desc
+                    .variable_labels
+                    .iter()
+                    .map(|l| (l.clone(), None))
+                    .collect();
+                for metric in family.get_metric() {
+                    for pair in metric.get_label() {
+                        labels.push((pair.name().to_string(), Some(pair.value().to_string())));
+                    }
+                }
+                Family {
+                    name: desc.fq_name.clone(),
+                    help: desc.help.clone(),
+                    kind: family.get_field_type(),
+                    labels,
+                }
+            })
+            .collect();
+        out.sort_by(|a, b| a.name.cmp(&b.name));
+        out
     }
 
     pub fn set_active(&self, hub: HubId, hubs: &[HubId]) {

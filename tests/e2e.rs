@@ -575,17 +575,21 @@ async fn check_says_when_no_hub_shows_a_claim_and_nothing_rests_on_one() {
     let out = run(&hubs, "text");
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{text}");
-    let line = text
-        .lines()
-        .find(|l| l.starts_with("no_claim: "))
+    let mut lines = text.lines().skip_while(|l| !l.starts_with("no_claim: "));
+    let line = lines
+        .next()
         .unwrap_or_else(|| panic!("no no_claim line: {text}"));
     for words in [
         "HA mode",
         "Cluster CRD does not declare status.activeController",
-        "docs/operations.md#no-hub-shows-a-claim",
     ] {
         assert!(line.contains(words), "{words:?} not in {line}");
     }
+    assert_eq!(
+        lines.next().map(str::trim),
+        Some("see https://github.com/kubeslice/hub-follower/blob/main/docs/troubleshooting.md#no_claim"),
+        "{text}"
+    );
     let report: serde_json::Value = serde_json::from_slice(&run(&hubs, "json").stdout).unwrap();
     assert_eq!(report["problems"][0]["problem"], "no_claim");
     assert_eq!(report["hubs"][0]["claimField"], "declared");

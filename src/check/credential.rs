@@ -36,6 +36,15 @@ pub enum Problem {
 }
 
 impl Problem {
+    pub const ALL: [Problem; 6] = [
+        Problem::Missing,
+        Problem::Expired,
+        Problem::Refused,
+        Problem::Forbidden,
+        Problem::Untrusted,
+        Problem::NotRegistered,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Problem::Missing => "missing",
