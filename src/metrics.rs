@@ -113,6 +113,9 @@ pub struct Metrics {
     pub split_brain: IntGauge,
     /// Rule 10's claim clock: since when the worker's hub has shown no claim for itself.
     pub active_hub_unclaimed_since: Gauge,
+    /// A switch held as older than the basis that rule 10 cannot end: since when the worker's
+    /// hub has answered without a claim for itself.
+    pub basis_unconfirmed_since: Gauge,
     pub claim_seen: Gauge,
     pub pending_confirmations: IntGauge,
     pub poll_interval: Gauge,
@@ -220,6 +223,10 @@ impl Metrics {
         let active_hub_unclaimed_since = Gauge::new(
             "kubeslice_worker_hub_active_hub_unclaimed_since_timestamp_seconds",
             "Unix time since which the worker's hub has shown no claim for itself (read or watched, its watch up, its controller seen republishing); 0 while it shows one, or cannot be known. At --dead-hub-after its basis is released (rule 10).",
+        )?;
+        let basis_unconfirmed_since = Gauge::new(
+            "kubeslice_worker_hub_basis_unconfirmed_since_timestamp_seconds",
+            "Unix time since which the worker's hub has answered without a claim for itself, while a switch is held as older_than_basis that rule 10 cannot end (controller never seen republishing, or watch not vouching); else 0.",
         )?;
         let claim_seen = Gauge::new(
             "kubeslice_worker_hub_claim_seen_timestamp_seconds",
@@ -331,6 +338,7 @@ impl Metrics {
         registry.register(Box::new(switch_held.clone()))?;
         registry.register(Box::new(split_brain.clone()))?;
         registry.register(Box::new(active_hub_unclaimed_since.clone()))?;
+        registry.register(Box::new(basis_unconfirmed_since.clone()))?;
         registry.register(Box::new(claim_seen.clone()))?;
         registry.register(Box::new(pending_confirmations.clone()))?;
         registry.register(Box::new(poll_interval.clone()))?;
@@ -391,6 +399,7 @@ impl Metrics {
             switch_held,
             split_brain,
             active_hub_unclaimed_since,
+            basis_unconfirmed_since,
             claim_seen,
             pending_confirmations,
             poll_interval,
@@ -414,7 +423,7 @@ impl Metrics {
     #[cfg(test)]
     pub(crate) fn families(&self) -> Vec<Family> {
         use prometheus::core::Collector;
-        let collectors: [&dyn Collector; 27] = [
+        let collectors: [&dyn Collector; 28] = [
             &self.switches,
             &self.switches_vouched,
             &self.probe_errors,
@@ -427,6 +436,7 @@ impl Metrics {
             &self.switch_held,
             &self.split_brain,
             &self.active_hub_unclaimed_since,
+            &self.basis_unconfirmed_since,
             &self.claim_seen,
             &self.pending_confirmations,
             &self.poll_interval,

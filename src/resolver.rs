@@ -361,6 +361,11 @@ pub struct Resolver {
     /// itself to a read or its watch; none while it shows one, or while that cannot be known
     /// (an error, a watch that does not vouch). Rule 10's second kind of quiet.
     unclaimed_since: Option<Timestamp>,
+    /// Since when the established hub has answered without showing a claim for itself, to a
+    /// read or its watch, whatever its watch and controller; none while it shows one, or
+    /// errs. Rule 10's claim clock is this, counted only where it proves a stopped controller;
+    /// where it does not, a hold it leaves unbounded is said ([`Resolver::unbounded_hold_since`]).
+    answered_unclaimed_since: Option<Timestamp>,
     /// When the established hub's watch last showed a claim for itself that no read has
     /// returned since: rule 10's claim clock starts there, not at the round that took it in,
     /// which may come a relaxed read later (such a claim raises no news).
@@ -422,6 +427,7 @@ impl Resolver {
             shown: Vec::new(),
             watched: Vec::new(),
             unclaimed_since: None,
+            answered_unclaimed_since: None,
             self_claim_shown_at: None,
             decided_on: None,
             republishing: Republishing::default(),
@@ -467,6 +473,7 @@ impl Resolver {
         self.established = Some(hub);
         self.silent_since = None;
         self.unclaimed_since = None;
+        self.answered_unclaimed_since = None;
         self.self_claim_shown_at = None;
         self.republishing = Republishing::from(self.names(basis.as_ref(), hub));
         // The best knowledge of what the hub said of itself before this process: its basis.
@@ -719,6 +726,7 @@ impl Resolver {
         }
         if self.established == Some(hub) && named == hub {
             self.unclaimed_since = None;
+            self.answered_unclaimed_since = None;
             self.self_claim_shown_at = Some(self.self_claim_shown_at.map_or(at, |s| s.max(at)));
             self.republishing.shown(claim);
         }
@@ -755,19 +763,24 @@ impl Resolver {
     /// and never again, beside a worker that erases it, is not taken for a dead one.
     fn note_unclaimed(&mut self, now: Timestamp, e: HubId, verdicts: &[(HubId, &Verdict)]) {
         let names = |c: &Claim| Candidate::of(c, &self.hubs).map(|c| c.hub);
-        let watched = self.watched.contains(&e) && self.republishing.seen;
+        let proves = self.watched.contains(&e) && self.republishing.seen;
         let claims_itself = match verdicts.iter().find(|(h, _)| *h == e).map(|(_, v)| *v) {
             Some(Verdict::Claim(c)) if names(c) == Some(e) => {
                 self.republishing.shown(c);
                 Some(true)
             }
-            Some(Verdict::Claim(_) | Verdict::NoClaim) if watched => Some(false),
+            Some(Verdict::Claim(_) | Verdict::NoClaim) => Some(false),
             _ => None,
         };
         let shown_at = self.self_claim_shown_at.take().filter(|at| *at <= now);
-        self.unclaimed_since = match claims_itself {
-            Some(false) => Some(self.unclaimed_since.or(shown_at).unwrap_or(now)),
+        let since = |clock: Option<Timestamp>| clock.or(shown_at).unwrap_or(now);
+        self.answered_unclaimed_since = match claims_itself {
+            Some(false) => Some(since(self.answered_unclaimed_since)),
             Some(true) | None => None,
+        };
+        self.unclaimed_since = match claims_itself {
+            Some(false) if proves => Some(since(self.unclaimed_since)),
+            _ => None,
         };
     }
 
@@ -814,6 +827,35 @@ impl Resolver {
     /// clock does not run.
     pub fn unclaimed_since(&self) -> Option<Timestamp> {
         self.unclaimed_since
+    }
+
+    /// Since when the switch `held` this round, as older than the basis, has rested on nothing
+    /// rule 10 can end: the established hub answers without a claim for itself, and its claim
+    /// clock does not run, because its controller was never seen republishing or its watch
+    /// does not vouch (a controller that writes once, beside a worker that erases, would be
+    /// taken for a dead one). Such a hold may last for ever, so it is said instead: the gauge
+    /// behind `HubFollowerBasisUnconfirmed`. None for any other hold, and while the hub
+    /// claims itself, errs, or is silent (rule 10 bounds that).
+    pub fn unbounded_hold_since(&self, held: Option<&Held>) -> Option<Timestamp> {
+        let older = held.is_some_and(|h| {
+            matches!(
+                h.why,
+                Hold::NotFresherThanBasis { .. } | Hold::OlderThanThirdHub { .. }
+            )
+        });
+        if !older || self.unclaimed_since.is_some() || self.silent_since.is_some() {
+            return None;
+        }
+        self.answered_unclaimed_since
+    }
+
+    /// When the hold `held`, if rule 10 cannot end it, is said (its gauge reaches
+    /// `dead_hub_after`), if that is still ahead of `now`: a read must come by then, so that a
+    /// claim for itself the hub's watch showed since (which raises no news) is taken in first.
+    pub fn unbounded_hold_said_at(&self, held: Option<&Held>, now: Timestamp) -> Option<Timestamp> {
+        let bound = self.liveness.dead_hub_after?;
+        let at = self.unbounded_hold_since(held)?.checked_add(bound).ok()?;
+        (at > now).then_some(at)
     }
 
     /// When rule 10's claim clock reaches `dead_hub_after`, if it runs: the rule's outcome
@@ -1181,6 +1223,7 @@ impl Resolver {
         self.established = Some(w.hub);
         self.silent_since = None;
         self.unclaimed_since = None;
+        self.answered_unclaimed_since = None;
         self.republishing = Republishing::from(self.names(claim, w.hub));
         self.basis = claim.cloned();
         self.decided_on = claim.cloned();
@@ -2486,6 +2529,62 @@ mod liveness {
             assert_eq!(step.decision, None, "second {at}");
             assert_eq!(step.dead_hub, None);
         }
+    }
+
+    #[test]
+    fn a_hold_rule_10_cannot_end_is_said_from_when_the_hub_stopped_claiming_itself() {
+        // As above: A's controller was never seen republishing, so nothing ends the hold.
+        // What is said instead: since when A has answered without a claim for itself.
+        let mut r = on_a(1, Some(8));
+        let b = claim(B, Some(1), 5);
+        let said = |r: &Resolver, step: &Step| r.unbounded_hold_since(step.held.as_ref());
+        for at in 1..=900 {
+            let step = round(&mut r, at, &Verdict::NoClaim, &b);
+            assert_eq!(
+                step.held.as_ref().map(|h| h.why.reason()),
+                Some("older_than_basis"),
+                "second {at}"
+            );
+            assert_eq!(said(&r, &step), Some(t(1)), "second {at}");
+        }
+        // An error says nothing of claims, and silence is rule 10's to end.
+        let step = round(&mut r, 901, &down(), &b);
+        assert_eq!(said(&r, &step), None);
+        let step = round(&mut r, 902, &Verdict::NoClaim, &b);
+        assert_eq!(said(&r, &step), Some(t(902)));
+        // A's watch shows a claim for itself: the hub is heard from, the clock starts over.
+        let Verdict::Claim(own) = claim(A, Some(8), 903) else {
+            unreachable!()
+        };
+        r.witness(P, &own, t(903));
+        let step = round(&mut r, 904, &Verdict::NoClaim, &b);
+        assert_eq!(said(&r, &step), Some(t(903)));
+        // A claims itself to a read: nothing to say.
+        let step = round(&mut r, 905, &claim(A, Some(8), 905), &b);
+        assert_eq!(said(&r, &step), None);
+    }
+
+    #[test]
+    fn a_hold_rule_10_ends_is_not_said_as_one_that_may_last() {
+        // A's watch vouches and its controller was seen republishing: rule 10's claim clock
+        // runs and ends the hold, so nothing is said as unbounded, and the worker reaches B.
+        let mut r = on_a(3, Some(8));
+        r.watches_vouch_for(&[P, S]);
+        let b = claim(B, Some(1), 5);
+        round(&mut r, 1, &claim(A, Some(8), 1), &b);
+        for at in 2..=400 {
+            let step = round(&mut r, at, &Verdict::NoClaim, &b);
+            assert_eq!(
+                r.unbounded_hold_since(step.held.as_ref()),
+                None,
+                "second {at}"
+            );
+            if let Some(moved) = moved(&step) {
+                assert_eq!((moved, at), ((S, Reason::Switch), 184));
+                return;
+            }
+        }
+        panic!("rule 10 never ended the hold");
     }
 
     #[test]

@@ -206,7 +206,9 @@ async fn an_old_active_with_its_clock_ahead_whose_controller_dies_releases_the_w
 /// The safety side, at the same bound. A's controller runs, republishing each claim the
 /// worker erases; B's controller is gone and its hub keeps B's own claim, older than the
 /// basis. And a controller that writes its claim once and never again is not taken for a
-/// dead one. Either way the worker stays on A for three times --dead-hub-after.
+/// dead one. Either way the worker stays on A for three times --dead-hub-after. Only the
+/// second hold is one that rule 10 cannot end, so it is said: the gauge behind
+/// HubFollowerBasisUnconfirmed holds since when A answered without a claim for itself.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_live_republishing_controller_and_one_that_never_republishes_both_hold_the_worker() {
     for once in [false, true] {
@@ -228,10 +230,27 @@ async fn a_live_republishing_controller_and_one_that_never_republishes_both_hold
             s.wait_until("B's old claim held", Duration::from_secs(10), |s| {
                 s.status()["held"]["reason"] == "older_than_basis"
             });
+            let gauge = "kubeslice_worker_hub_basis_unconfirmed_since_timestamp_seconds";
+            let said = s.metric(gauge);
             let until = Instant::now() + Duration::from_secs(12);
             while Instant::now() < until {
                 assert_eq!(published(&s), ("primary".into(), 1), "once: {once}");
                 std::thread::sleep(Duration::from_millis(50));
+            }
+            let now = Timestamp::now().as_millisecond() as f64 / 1000.0;
+            if once {
+                assert!(
+                    said > 0.0 && s.metric(gauge) == said && now - said > 3.0 * 4.0,
+                    "the hold said since {said}, now {now}"
+                );
+            } else {
+                // The hold may be said for a round, before the controller was seen
+                // republishing; the read due when it would be said finds the republish.
+                assert_eq!(
+                    s.metric(gauge),
+                    0.0,
+                    "said since {said} beside a live controller"
+                );
             }
             let logs = s.logs();
             assert!(

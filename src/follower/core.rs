@@ -502,11 +502,14 @@ impl Core {
         });
         self.note_rejections(&step.rejected, &answers);
         self.note_stale(&step.stale);
-        self.metrics.active_hub_unclaimed_since.set(
-            self.resolver
-                .unclaimed_since()
-                .map_or(0.0, |at| at.as_millisecond() as f64 / 1000.0),
-        );
+        let seconds =
+            |at: Option<Timestamp>| at.map_or(0.0, |at| at.as_millisecond() as f64 / 1000.0);
+        self.metrics
+            .active_hub_unclaimed_since
+            .set(seconds(self.resolver.unclaimed_since()));
+        self.metrics.basis_unconfirmed_since.set(seconds(
+            self.resolver.unbounded_hold_since(step.held.as_ref()),
+        ));
         let decided = step.decision.as_ref().map(|d| d.hub);
         if let Some(decision) = step.decision {
             // What made it, as it stood this round: it may end before the write succeeds.
@@ -682,10 +685,17 @@ impl Core {
         let mut left = round.left;
         left.settled = round.settled && self.unpublished.is_none() && !self.writes.basis_failed;
         left.paused_until = paused_until;
-        left.due = self.resolver.quiet_at().map(|at| {
-            let wait = at.duration_since(round.now);
-            started + std::time::Duration::try_from(wait).unwrap_or_default()
-        });
+        let said_at = self
+            .resolver
+            .unbounded_hold_said_at(round.held.as_ref(), round.now);
+        left.due = [self.resolver.quiet_at(), said_at]
+            .into_iter()
+            .flatten()
+            .min()
+            .map(|at| {
+                let wait = at.duration_since(round.now);
+                started + std::time::Duration::try_from(wait).unwrap_or_default()
+            });
         self.note_split_brain(round.split_brain, round.held.as_ref());
         self.note_dead_hub(
             round.dead_hub,

@@ -67,6 +67,9 @@ struct Hub {
     skew: i64,
     /// The second of each 30 s re-check, modulo 30.
     phase: i64,
+    /// The epoch its claims carry: none, as the real controller publishes, but for the case of
+    /// a promoted controller whose counter restarted.
+    epoch: Option<u64>,
     /// `status.activeController` as stored, its resourceVersion, and since when it is so.
     field: Option<Claim>,
     version: u64,
@@ -89,6 +92,7 @@ impl Hub {
             mirrors: !leads,
             skew: 0,
             phase,
+            epoch: None,
             field: None,
             version: 1,
             since: 0,
@@ -103,7 +107,7 @@ impl Hub {
             endpoint: Endpoint::parse(self.endpoint).expect("an endpoint"),
             identity: Some(format!("ctrl-{}", self.id)),
             last_updated: Some(t(at + self.skew)),
-            epoch: None,
+            epoch: self.epoch,
         }
     }
 
@@ -481,6 +485,47 @@ fn the_active_answering_429(bent: Bent) -> Result<(), String> {
     }
 }
 
+/// A new pod beside A's erasing worker sees A's claim once, at A's next re-check, and starts
+/// on A; then A's controller dies before it rewrites the claim (never seen republishing), its
+/// API server up and its clock 90 s ahead, and B promotes with claims dated before the basis;
+/// with `epochs`, A's at 2 and B's restarted at 1. Nothing proves A's controller dead, so the
+/// worker stays on A (a controller that writes once, beside an erasing worker, looks the
+/// same); but from --dead-hub-after plus an alert's `for` (1 minute) after A's claim, and for
+/// as long as that lasts, an alert is due in every round: HubFollowerBasisUnconfirmed (or
+/// HubFollowerSplitBrain, where the hold is said as one).
+fn a_controller_never_seen_republishing_dies(epochs: bool) -> Result<(), String> {
+    let mut w = World::steady(Bent::None);
+    w.hubs[0].skew = 90;
+    if epochs {
+        w.hubs[0].epoch = Some(2);
+    }
+    w.run_until(100);
+    w.new_pod();
+    w.run_until(121);
+    if w.moves.first().map(|m| (m.1, m.2, m.3)) != Some((P, Reason::Startup, 1)) {
+        return Err(format!("the new pod's decisions: {:?}", w.moves));
+    }
+    w.hubs[0].alive = false;
+    w.run_until(140);
+    w.promote_b();
+    w.hubs[1].epoch = epochs.then_some(1);
+    let alert_from = 120 + DEAD_HUB_AFTER + 60;
+    while w.at < 1500 {
+        w.second();
+        if w.on != Some(P) {
+            return Err(format!("moved off A at {}: {:?}", w.at, w.moves));
+        }
+        let m = &w.core.metrics;
+        let unconfirmed = m.basis_unconfirmed_since.get() - t(0).as_second() as f64;
+        let due = m.split_brain.get() == 1
+            || (unconfirmed > 0.0 && w.at as f64 - unconfirmed > DEAD_HUB_AFTER as f64);
+        if w.at >= alert_from && !due {
+            return Err(format!("no alert due at {}s", w.at));
+        }
+    }
+    Ok(())
+}
+
 fn holds(case: fn(Bent) -> Result<(), String>) {
     if let Err(e) = case(Bent::None) {
         panic!("{e}");
@@ -565,6 +610,15 @@ fn an_active_answering_429_catches_a_follower_that_takes_an_answer_for_silence()
         Bent::AnswerIsSilence,
         "HubId(\"primary\"), Switch",
     );
+}
+
+#[test]
+fn a_controller_never_seen_republishing_that_dies_keeps_the_worker_and_an_alert_due() {
+    for epochs in [false, true] {
+        if let Err(e) = a_controller_never_seen_republishing_dies(epochs) {
+            panic!("epochs: {epochs}: {e}");
+        }
+    }
 }
 
 #[test]

@@ -379,6 +379,7 @@ METRICS = {
     "kubeslice_worker_hub_switch_held",
     "kubeslice_worker_hub_split_brain",
     "kubeslice_worker_hub_active_hub_unclaimed_since_timestamp_seconds",
+    "kubeslice_worker_hub_basis_unconfirmed_since_timestamp_seconds",
     "kubeslice_worker_hub_claim_seen_timestamp_seconds",
     "hub_follower_build_info",
 }

@@ -43,7 +43,7 @@ def run(promtool: str, *args: str, cwd: Path) -> str:
 
 def test_the_rules_pass_promtool_check(chart, promtool, tmp_path):
     (tmp_path / "rules.yml").write_text(yaml.safe_dump(rules(chart)))
-    assert "SUCCESS: 11 rules found" in run(promtool, "check", "rules", "rules.yml", cwd=tmp_path)
+    assert "SUCCESS: 12 rules found" in run(promtool, "check", "rules", "rules.yml", cwd=tmp_path)
 
 
 def test_every_alert_passes_its_unit_tests(chart, promtool, tmp_path):
@@ -67,9 +67,9 @@ def test_every_alert_has_a_firing_and_a_silent_case(chart):
     "durations",
     [
         {"secondaryHubUnreachable": "9m", "noUsableHub": "4m", "watchDown": "14m", "overrideRefused": "4m",
-         "activeHubUnreachable": "0m", "activeHubNotClaiming": "0m", "noClaimSeen": "0m", "switchHeld": "1m", "splitBrain": "0m"},
+         "activeHubUnreachable": "0m", "activeHubNotClaiming": "0m", "basisUnconfirmed": "0m", "noClaimSeen": "0m", "switchHeld": "1m", "splitBrain": "0m"},
         {"secondaryHubUnreachable": "11m", "noUsableHub": "6m", "watchDown": "16m", "overrideRefused": "6m",
-         "activeHubUnreachable": "2m", "activeHubNotClaiming": "2m", "noClaimSeen": "2m", "switchHeld": "3m", "splitBrain": "2m"},
+         "activeHubUnreachable": "2m", "activeHubNotClaiming": "2m", "basisUnconfirmed": "2m", "noClaimSeen": "2m", "switchHeld": "3m", "splitBrain": "2m"},
     ],
     ids=["one-minute-shorter", "one-minute-longer"],
 )
@@ -80,7 +80,7 @@ def test_the_unit_tests_fail_against_a_rule_whose_for_is_off_by_one_evaluation(c
     out = subprocess.run([promtool, "test", "rules", TESTS.name], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert out.returncode != 0
     for alert in ("HubFollowerSecondaryHubUnreachable", "HubFollowerNoUsableHub", "HubFollowerWatchDown", "HubFollowerOverrideRefused",
-                  "HubFollowerActiveHubUnreachable", "HubFollowerActiveHubNotClaiming", "HubFollowerNoClaimSeen", "HubFollowerSwitchHeld",
+                  "HubFollowerActiveHubUnreachable", "HubFollowerActiveHubNotClaiming", "HubFollowerBasisUnconfirmed", "HubFollowerNoClaimSeen", "HubFollowerSwitchHeld",
                   "HubFollowerSplitBrain"):
         assert f"alertname: {alert}" in out.stdout + out.stderr, alert
 
@@ -143,6 +143,7 @@ ACTIVE_FILTER = "and\n(kubeslice_worker_hub_active == 1)\n"
 HELD_WHYS = 'why=~"unauthenticated|pinned_hub_unreachable|drain_no_alternative"'
 NOT_CLAIMING = "HubFollowerActiveHubNotClaiming"
 NO_CLAIM = "HubFollowerNoClaimSeen"
+UNCONFIRMED = "HubFollowerBasisUnconfirmed"
 
 
 @pytest.mark.parametrize(
@@ -161,6 +162,9 @@ NO_CLAIM = "HubFollowerNoClaimSeen"
         (NOT_CLAIMING, lambda e: e[: e.index("and")], "a clock that does not run stays silent"),
         (NOT_CLAIMING, lambda e: e.replace("> 60", "> 120", 1), "a controller that stops publishing at 1m fires at 4m"),
         (NOT_CLAIMING, lambda e: e.replace("> 60", ">= 0", 1), "a controller that republishes every minute stays silent"),
+        (UNCONFIRMED, lambda e: e[: e.index("and")], "no unbounded hold, the gauge at 0, stays silent"),
+        (UNCONFIRMED, lambda e: e.replace("> 180", "> 240", 1), "a hold rule 10 cannot end, from 1m, fires at 6m"),
+        (UNCONFIRMED, lambda e: e.replace("> 180", ">= 0", 1), "a hub that claims itself every minute stays silent"),
         (NO_CLAIM, lambda e: e[: e.index("and")], "one hub, the gauge at 0, stays silent"),
         (NO_CLAIM, lambda e: e.replace("> 600", "> 720", 1), "hubs that never show a claim fire 12m after the first round"),
         (NO_CLAIM, lambda e: e.replace("> 600", ">= 0", 1), "a claim every 30s stays silent"),
@@ -169,7 +173,8 @@ NO_CLAIM = "HubFollowerNoClaimSeen"
         "active-without-the-active-clause", "active-gauge-as-bool", "active-matched-on-hub-only", "stale-at-60-inclusive",
         "stale-too-long", "held-with-older-than-basis", "held-every-why-but-older-than-basis", "held-any-value",
         "held-without-drain-no-alternative", "split-brain-any-value", "not-claiming-without-the-running-clause",
-        "not-claiming-too-late", "not-claiming-at-any-age", "no-claim-without-the-hubs-clause", "no-claim-too-late",
+        "not-claiming-too-late", "not-claiming-at-any-age", "unconfirmed-without-the-hold-clause",
+        "unconfirmed-too-late", "unconfirmed-at-any-age", "no-claim-without-the-hubs-clause", "no-claim-too-late",
         "no-claim-at-any-age",
     ],
 )

@@ -139,19 +139,6 @@ def test_docs_rbac_grants_what_the_sidecar_requests():
     assert "fieldSelector=metadata.name=" in chartkit.DOCS.read_text()
 
 
-def test_docs_table_lists_every_value():
-    values = yaml.safe_load((chartkit.LIBRARY / "values.yaml").read_text())
-    docs = chartkit.DOCS.read_text()
-    table = [line for line in docs.splitlines() if line.startswith("| `")]
-    cells = " ".join(line.split("|")[1] for line in table)
-    for key, value in values.items():
-        nested = isinstance(value, dict) and value and key != "resources"
-        names = [f"{key}.{sub}" for sub in value] if nested else [key]
-        for name in names:
-            short = name.rpartition(".")[2]
-            assert f"`{name}`" in cells or f"`.{short}`" in cells or f"`{name}." in cells, name
-
-
 def test_docs_and_readme_show_the_patchs_wrap():
     # The integration documented is the one the patch makes, which the kubeslice-worker
     # fixture gets.

@@ -27,6 +27,7 @@ ALERTS = {
     "HubFollowerOverrideRefused",
     "HubFollowerActiveHubUnreachable",
     "HubFollowerActiveHubNotClaiming",
+    "HubFollowerBasisUnconfirmed",
     "HubFollowerNoClaimSeen",
     "HubFollowerSwitchHeld",
     "HubFollowerSplitBrain",
@@ -135,10 +136,13 @@ def test_rule_matches_the_crd_schema(rendered):
     assert rule["metadata"]["labels"]["release"] == "kube-prometheus-stack"
 
 
-def test_the_eleven_alerts_are_there(rendered):
+def test_the_twelve_alerts_are_there(rendered):
     _, alerts = rules(rendered)
     assert set(alerts) == ALERTS
-    assert len(ALERTS) == 11
+    assert len(ALERTS) == 12
+    assert alerts["HubFollowerBasisUnconfirmed"]["for"] == "1m"
+    assert alerts["HubFollowerBasisUnconfirmed"]["labels"]["severity"] == "critical"
+    assert "> 180\n" in alerts["HubFollowerBasisUnconfirmed"]["expr"]
     assert alerts["HubFollowerNoClaimSeen"]["for"] == "1m"
     assert alerts["HubFollowerNoClaimSeen"]["labels"]["severity"] == "critical"
     assert alerts["HubFollowerActiveHubNotClaiming"]["for"] == "1m"
@@ -278,7 +282,7 @@ def test_new_alerts_follow_their_for_and_the_sidecar_settings(chart):
     r = chartkit.render(chart, chartkit.hf(
         deadHubAfter="10m", splitBrainWindow="15m",
         metrics={"prometheusRule": {"enabled": True, "for": {"activeHubUnreachable": "3m", "activeHubNotClaiming": "2m",
-                                                             "noClaimSeen": "4m", "switchHeld": "10m", "splitBrain": "5m"}}},
+                                                             "basisUnconfirmed": "6m", "noClaimSeen": "4m", "switchHeld": "10m", "splitBrain": "5m"}}},
     ))
     _, alerts = rules(r)
     assert alerts["HubFollowerActiveHubUnreachable"]["for"] == "3m"
@@ -287,6 +291,9 @@ def test_new_alerts_follow_their_for_and_the_sidecar_settings(chart):
     assert alerts["HubFollowerActiveHubNotClaiming"]["for"] == "2m"
     assert "held for 2m," in alerts["HubFollowerActiveHubNotClaiming"]["annotations"]["description"]
     assert "deadHubAfter (10m)" in alerts["HubFollowerActiveHubNotClaiming"]["annotations"]["description"]
+    assert alerts["HubFollowerBasisUnconfirmed"]["for"] == "6m"
+    assert "deadHubAfter (10m), for 6m." in alerts["HubFollowerBasisUnconfirmed"]["annotations"]["description"]
+    assert "> 600\n" in alerts["HubFollowerBasisUnconfirmed"]["expr"]
     assert alerts["HubFollowerNoClaimSeen"]["for"] == "4m"
     assert "held for 4m." in alerts["HubFollowerNoClaimSeen"]["annotations"]["description"]
     assert alerts["HubFollowerSwitchHeld"]["for"] == "10m"
@@ -296,7 +303,7 @@ def test_new_alerts_follow_their_for_and_the_sidecar_settings(chart):
     assert alerts["HubFollowerSecondaryHubUnreachable"]["for"] == "10m"
 
 
-@pytest.mark.parametrize("key", ["activeHubUnreachable", "activeHubNotClaiming", "noClaimSeen", "switchHeld", "splitBrain"])
+@pytest.mark.parametrize("key", ["activeHubUnreachable", "activeHubNotClaiming", "basisUnconfirmed", "noClaimSeen", "switchHeld", "splitBrain"])
 @pytest.mark.parametrize("bad", ["5", "five minutes", "-5m", "500ms"])
 def test_new_for_values_must_be_durations(chart, key, bad):
     with pytest.raises(Exception, match=key):

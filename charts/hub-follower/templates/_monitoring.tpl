@@ -31,6 +31,10 @@ the old hub keeps its stale claim (a dead hub under the worker is
 HubFollowerActiveHubUnreachable's), and split_brain is HubFollowerSplitBrain's.
 HubFollowerActiveHubNotClaiming is the hub the worker is on answering, its watch up, with
 no claim for itself after its controller was seen republishing: its controller stopped.
+HubFollowerBasisUnconfirmed is the hold rule 10 cannot end: a switch held as
+older_than_basis while the hub the worker is on answers without a claim for itself, its
+controller never seen republishing or its watch not vouching. Nothing proves that hub's
+controller dead, so the worker stays; the alert says so instead of a silent hold.
 HubFollowerNoClaimSeen is no hub showing any claim for ten minutes: nothing publishes in
 HA mode, or the hubs' Cluster CRD drops status.activeController; the worker follows no
 failover, and nothing else would say so.
@@ -45,6 +49,7 @@ failover, and nothing else would say so.
 {{- /* Rate windows must hold several scrapes and several probes. */ -}}
 {{- $window := max 120 (mul 6 $poll) -}}
 {{- $base := trimSuffix "/" $rule.runbookBaseURL -}}
+{{- $deadHub := div (include "hub-follower.durationMs" (list "deadHubAfter" $hf.deadHubAfter) | int64) 1000 -}}
 {{- $_ := include "hub-follower.durationMs" (list "metrics.prometheusRule.flappingWindow" $rule.flappingWindow) -}}
 apiVersion: monitoring.coreos.com/v1
 kind: PrometheusRule
@@ -153,6 +158,26 @@ spec:
             summary: hub-follower sees no claim from the controller of the hub the worker is on.
             description: {{ printf "The hub that {{ $labels.namespace }}/{{ $labels.pod }}'s worker is on answers, and its watch is up, but it has shown no claim for itself for more than 60s, and that has held for %s, although its controller rewrote its claim before; the controller has stopped publishing. After deadHubAfter (%s) without one, a claim another hub makes for itself moves the worker even if it is not fresher than the current decision's." $rule.for.activeHubNotClaiming $hf.deadHubAfter | quote }}
             runbook_url: {{ printf "%s#hubfolloweractivehubnotclaiming" $base }}
+        # A switch to another hub held as older_than_basis, while the hub the worker is on
+        # answers without a claim for itself and rule 10 cannot end the hold: that hub's
+        # controller was never seen republishing, or its watch does not vouch. The gauge is
+        # since when it answered without one, 0 for any other hold. Older than deadHubAfter,
+        # and that for for.basisUnconfirmed: where rule 10 would have moved the worker.
+        - alert: HubFollowerBasisUnconfirmed
+          expr: |
+            (time() - kubeslice_worker_hub_basis_unconfirmed_since_timestamp_seconds) > {{ $deadHub }}
+            and
+            (kubeslice_worker_hub_basis_unconfirmed_since_timestamp_seconds > 0)
+          for: {{ $rule.for.basisUnconfirmed }}
+          labels:
+            severity: critical
+            {{- with $rule.alertLabels }}
+            {{- toYaml . | nindent 12 }}
+            {{- end }}
+          annotations:
+            summary: hub-follower holds the worker on a hub that no longer claims to be Active, and cannot prove it dead.
+            description: {{ printf "Another hub claims to be Active, but its claim is dated before the one {{ $labels.namespace }}/{{ $labels.pod }}'s worker follows, and the hub the worker is on has answered without a claim for itself for more than deadHubAfter (%s), for %s. Its controller was never seen republishing, or its watch is down, so the sidecar cannot tell a dead controller (a clock ahead, or an epoch counter that restarted) from one that wrote once. The worker stays; if that controller is dead, move the worker as the runbook says." $hf.deadHubAfter $rule.for.basisUnconfirmed | quote }}
+            runbook_url: {{ printf "%s#hubfollowerbasisunconfirmed" $base }}
         # No hub has shown a claim, read or watched, for more than 600s: no controller
         # publishes in HA mode, or a hub's Cluster CRD does not declare
         # status.activeController and its API server drops the field (KubeSlice's own
