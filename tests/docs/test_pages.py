@@ -9,7 +9,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 DOCS = REPO / "docs"
-NOT_YET = {"failure-modes.md", "performance.md", "metrics.md", "helm.md", "operations.md"}
+NOT_YET: set[str] = set()
 OPERATOR_PAGES = [REPO / "README.md"] + sorted(
     p for p in DOCS.rglob("*.md") if DOCS / "dev" not in p.parents and str(p.relative_to(DOCS)) not in NOT_YET
 )

@@ -644,7 +644,8 @@ def test_in_place_the_real_worker_s_crash_a_sidecar_killed_mid_move_and_pod_dele
 # re-check every 3 s (30 s upstream) and promote 5 s after the Lease stops (15 + 5 s upstream).
 # The sidecar's bounds shortened in the same spirit: 30 s each (3m and 5m by default).
 # HUB_FOLLOWER_K8S_TIMES=upstream runs the same cases at upstream's periods and the sidecar's
-# defaults, at the lengths #46 names (about 40 minutes; not part of CI, see docs/performance.md).
+# defaults, at the lengths #46 names (about 40 minutes; not part of CI, see
+# docs/dev/TESTING.md#on-real-kubernetes; the last run's figures are in CHANGELOG.md).
 UPSTREAM_TIMES = os.environ.get("HUB_FOLLOWER_K8S_TIMES", "compressed") == "upstream"
 if UPSTREAM_TIMES:
     HA = {"recheck": 30, "lease": 15, "padding": 5, "renew": 2}
