@@ -7,7 +7,7 @@ pub mod credential;
 
 use crate::config::{Config, OutputFormat};
 use crate::handoff;
-use crate::hub::{probe_all, ClaimField, HubClient};
+use crate::hub::{probe_all, Access, ClaimField, HubClient};
 use crate::resolver::Resolver;
 use crate::state::HubView;
 use crate::verdict::{HubId, Verdict};
@@ -61,6 +61,13 @@ pub struct HubReport {
     /// `not_declared`, `unknown`), for a hub that answered.
     #[serde(rename = "claimField", skip_serializing_if = "Option::is_none")]
     pub claim_field: Option<&'static str>,
+    /// What the hub lets this hub's credential (the worker's own on the primary, the one the
+    /// worker is handed on any other) do with the worker's `Cluster`, for a hub that answered.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub access: Option<Access>,
+    /// Why the hub would not say what the credential may do.
+    #[serde(rename = "accessUnknown", skip_serializing_if = "Option::is_none")]
+    pub access_unknown: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -73,14 +80,20 @@ pub struct DecisionView {
 pub async fn run(config: &Config) -> Report {
     let mut clients = HubClient::for_config(config);
     let mut probes = probe_all(&mut clients).await;
-    // For each hub that answered, whether its CRD keeps the claim at all.
+    // For each hub that answered, whether its CRD keeps the claim at all, and what its
+    // credential may do with the claim's object.
     let mut fields = Vec::new();
+    let mut accesses = Vec::new();
     for (client, probe) in clients.iter_mut().zip(&probes) {
-        let field = match probe.verdict.answered() {
-            true => Some(client.claim_field().await),
-            false => None,
+        let (field, access) = match probe.verdict.answered() {
+            true => (
+                Some(client.claim_field().await),
+                Some(client.access(&config.namespace, &config.cluster_name).await),
+            ),
+            false => (None, None),
         };
         fields.push((probe.hub, field));
+        accesses.push((probe.hub, access));
     }
     let now = jiff::Timestamp::now();
     let mut resolver = Resolver::new(config.endpoints(), config.confirmations);
@@ -122,11 +135,19 @@ pub async fn run(config: &Config) -> Report {
             .iter()
             .find(|(hub, _)| *hub == p.hub)
             .and_then(|(_, f)| f.clone());
+        let access = accesses
+            .iter()
+            .find(|(hub, _)| *hub == p.hub)
+            .and_then(|(_, a)| a.as_ref());
         hubs.push(HubReport {
             hub: p.hub,
             view: HubView::new(&h.raw_endpoint, p, now, None),
             credential,
             claim_field: field.as_ref().map(ClaimField::as_str),
+            access: access.and_then(|a| a.as_ref().ok()).copied(),
+            access_unknown: access
+                .and_then(|a| a.as_ref().err())
+                .map(|e| e.detail.clone()),
         });
     }
     let mut problems: Vec<ReportProblem> = fields
@@ -137,6 +158,11 @@ pub async fn run(config: &Config) -> Report {
             fix: format!("the {hub} hub's Cluster CRD (clusters.controller.kubeslice.io) does not declare status.activeController, so its API server drops the claim from every write, and no read or watch can show it: install the CRD that declares it."),
         })
         .collect();
+    if config.watch_timeout.is_some() {
+        problems.extend(hubs.iter().filter_map(|h| {
+            watch_forbidden(h.hub, h.access?, &config.cluster_name, &config.namespace)
+        }));
+    }
     let published = handoff::read(&config.handoff_dir).ok().flatten();
     problems.extend(no_claim(config, &probes, published.as_ref()));
     Report {
@@ -148,11 +174,34 @@ pub async fn run(config: &Config) -> Report {
     }
 }
 
-/// The problems beyond one hub that `check` reports.
+/// A hub whose credential may read the claim but not watch it: the watch fails, and only the
+/// reads follow a failover.
+fn watch_forbidden(
+    hub: HubId,
+    access: Access,
+    cluster: &str,
+    namespace: &str,
+) -> Option<ReportProblem> {
+    let denied: Vec<&str> = access
+        .denied()
+        .into_iter()
+        .filter(|verb| *verb != "get")
+        .collect();
+    (access.get && !denied.is_empty()).then(|| ReportProblem {
+        problem: WATCH_FORBIDDEN,
+        fix: format!(
+            "the {hub} hub lets its credential get the Cluster {cluster} but not {verbs} it, so the watch fails (HubFollowerWatchDown) and only the reads, every --poll-interval, see a failover. Grant get, list and watch on clusters.controller.kubeslice.io {cluster} in {namespace} to that credential on that hub, or set --watch=false.",
+            verbs = denied.join(" or "),
+        ),
+    })
+}
+
+/// The problems beyond one hub's credential that `check` reports.
 const CRD_DROPS_CLAIM: &str = "crd_drops_claim";
 const NO_CLAIM: &str = "no_claim";
+const WATCH_FORBIDDEN: &str = "watch_forbidden";
 #[cfg(test)]
-const REPORT_PROBLEMS: [&str; 2] = [CRD_DROPS_CLAIM, NO_CLAIM];
+const REPORT_PROBLEMS: [&str; 3] = [CRD_DROPS_CLAIM, NO_CLAIM, WATCH_FORBIDDEN];
 
 /// Where each problem word `check` prints is explained: one section per word, whose anchor is
 /// the word itself.
@@ -242,7 +291,44 @@ pub fn render(report: &Report, format: OutputFormat) -> String {
 #[cfg(test)]
 mod tests {
     use super::credential::Problem;
-    use super::REPORT_PROBLEMS;
+    use super::{watch_forbidden, Access, HubId, REPORT_PROBLEMS, WATCH_FORBIDDEN};
+
+    #[test]
+    fn a_credential_that_may_read_but_not_watch_the_claim_is_a_problem_naming_what_to_grant() {
+        let all = Access {
+            get: true,
+            list: true,
+            watch: true,
+        };
+        assert!(watch_forbidden(HubId::SECONDARY, all, "worker-1", "kubeslice-acme").is_none());
+        let no_watch = Access {
+            watch: false,
+            ..all
+        };
+        let p = watch_forbidden(HubId::SECONDARY, no_watch, "worker-1", "kubeslice-acme")
+            .expect("a problem");
+        assert_eq!(p.problem, WATCH_FORBIDDEN);
+        for part in [
+            "the secondary hub",
+            "not watch it",
+            "worker-1 in kubeslice-acme",
+            "--watch=false",
+        ] {
+            assert!(p.fix.contains(part), "{part:?} not in {:?}", p.fix);
+        }
+        let read_only = Access {
+            list: false,
+            ..no_watch
+        };
+        let p = watch_forbidden(HubId::PRIMARY, read_only, "w", "ns").expect("a problem");
+        assert!(p.fix.contains("not list or watch it"), "{}", p.fix);
+        // A credential that may not even get the object is the probe's `forbidden`.
+        let none = Access {
+            get: false,
+            ..read_only
+        };
+        assert!(watch_forbidden(HubId::PRIMARY, none, "w", "ns").is_none());
+    }
 
     /// Every problem word `check` prints links to a section of docs/troubleshooting.md whose
     /// anchor is that word.

@@ -13,9 +13,11 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::CertificateDer;
 use tokio::sync::watch;
 
+mod access;
 mod errors;
 mod schema;
 
+pub use access::Access;
 pub(crate) use errors::truncate;
 use errors::{body_error, classify, retry_after, status_error};
 pub use schema::ClaimField;

@@ -146,6 +146,11 @@ pub(crate) struct Family {
     pub labels: Vec<(String, Option<String>)>,
 }
 
+/// A time as a gauge holds it: Unix seconds, and 0 for none.
+pub fn unix_seconds(at: Option<jiff::Timestamp>) -> f64 {
+    at.map_or(0.0, |at| at.as_millisecond() as f64 / 1000.0)
+}
+
 impl Metrics {
     pub fn new(hubs: &[HubId], restart_mode: &str) -> Result<Self, prometheus::Error> {
         let registry = Registry::new();

@@ -837,12 +837,7 @@ impl Resolver {
     /// behind `HubFollowerBasisUnconfirmed`. None for any other hold, and while the hub
     /// claims itself, errs, or is silent (rule 10 bounds that).
     pub fn unbounded_hold_since(&self, held: Option<&Held>) -> Option<Timestamp> {
-        let older = held.is_some_and(|h| {
-            matches!(
-                h.why,
-                Hold::NotFresherThanBasis { .. } | Hold::OlderThanThirdHub { .. }
-            )
-        });
+        let older = held.is_some_and(|h| h.why.reason() == "older_than_basis");
         if !older || self.unclaimed_since.is_some() || self.silent_since.is_some() {
             return None;
         }

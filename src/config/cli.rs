@@ -234,11 +234,12 @@ pub struct Settings {
     /// bare `--watch` is a usage error. Checked by the sidecar and `check` only; `exec` and
     /// `install` ignore it.
     ///
-    /// With `true` and two hubs, this worker's `Cluster` object is also watched on each hub, and a
-    /// claim change starts a round at once
+    /// With `true` and two hubs or more, this worker's `Cluster` object is also watched on each hub,
+    /// and a claim change starts a round at once
     /// (docs/how-it-works.md#the-watch-looking-at-once-when-a-claim-changes); polling is relaxed to
-    /// `--watched-poll-interval` while the watches vouch for both hubs. Needs `list` and `watch` on
-    /// `clusters` besides `get` (docs/operations.md#rbac-on-both-hubs). No watch in single-hub
+    /// `--watched-poll-interval` while the watches vouch for every hub. Needs `list` and `watch` on
+    /// `clusters` besides `get` (docs/operations.md#rbac-on-both-hubs; `check` says
+    /// `watch_forbidden` where a hub refuses them). No watch in single-hub
     /// mode.
     #[arg(
         long,

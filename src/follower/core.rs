@@ -18,7 +18,7 @@ use crate::config::Config;
 use crate::events::{Fact, Sink};
 use crate::handoff::{Basis, Handoff, SteeredBy};
 use crate::hub::Probe;
-use crate::metrics::Metrics;
+use crate::metrics::{unix_seconds, Metrics};
 use crate::overrides::{Kind, Overrides};
 use crate::resolver::{Candidate, Decision, Held, Hold, Reason, Resolver};
 use crate::state::{FollowerView, HeldView, HubView, SeenClaim};
@@ -502,12 +502,10 @@ impl Core {
         });
         self.note_rejections(&step.rejected, &answers);
         self.note_stale(&step.stale);
-        let seconds =
-            |at: Option<Timestamp>| at.map_or(0.0, |at| at.as_millisecond() as f64 / 1000.0);
         self.metrics
             .active_hub_unclaimed_since
-            .set(seconds(self.resolver.unclaimed_since()));
-        self.metrics.basis_unconfirmed_since.set(seconds(
+            .set(unix_seconds(self.resolver.unclaimed_since()));
+        self.metrics.basis_unconfirmed_since.set(unix_seconds(
             self.resolver.unbounded_hold_since(step.held.as_ref()),
         ));
         let decided = step.decision.as_ref().map(|d| d.hub);

@@ -6,6 +6,7 @@ use super::core::Core;
 use crate::claim::Claim;
 use crate::events::Fact;
 use crate::hub::Probe;
+use crate::metrics::unix_seconds;
 use crate::resolver::{Held, Hold, Quiet};
 use crate::state::{ClaimView, HeldView, SeenClaim};
 use crate::verdict::{HubId, Verdict};
@@ -42,9 +43,7 @@ impl Core {
             seen.at = Some(now);
         }
         let at = seen.at.unwrap_or(now);
-        self.metrics
-            .claim_seen
-            .set(at.as_millisecond() as f64 / 1000.0);
+        self.metrics.claim_seen.set(unix_seconds(Some(at)));
         let quiet = now.duration_since(at).unsigned_abs();
         if !seen.said && quiet >= NO_CLAIM_FOR {
             seen.said = true;
@@ -121,7 +120,7 @@ impl Core {
                 self.metrics
                     .last_success
                     .with_label_values(&[hub])
-                    .set(now.as_millisecond() as f64 / 1000.0);
+                    .set(unix_seconds(Some(now)));
                 if let Some(Some(reason)) = previous {
                     tracing::info!(hub, was = %reason, "hub answers again");
                     self.events.send(Fact::Recovered {

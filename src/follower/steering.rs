@@ -10,6 +10,7 @@ use jiff::Timestamp;
 use super::core::Core;
 use crate::events::Fact;
 use crate::handoff::SteeredBy;
+use crate::metrics::unix_seconds;
 use crate::overrides::{Change, Kind};
 use crate::resolver::Steer;
 use crate::state::OverridesView;
@@ -165,11 +166,11 @@ impl Core {
                     .overrides
                     .in_effect(kind)
                     .filter(|o| o.hub == hub.id)
-                    .map_or(0.0, |o| o.until.as_millisecond() as f64 / 1000.0);
+                    .map(|o| o.until);
                 self.metrics
                     .override_until
                     .with_label_values(&[hub.id.as_str(), kind.as_str()])
-                    .set(until);
+                    .set(unix_seconds(until));
             }
         }
         for kind in Kind::ALL {

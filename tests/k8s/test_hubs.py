@@ -8,7 +8,9 @@ controller writes them.
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
 import time
 from pathlib import Path
 
@@ -253,6 +255,45 @@ def test_check_names_the_hub_whose_crd_drops_the_claim(hubs, workdir, tmp_path):
         assert len(dropped) == 1 and "the secondary hub's Cluster CRD" in dropped[0]["fix"], report
     finally:
         cp.stop()
+
+
+def test_check_says_what_each_hubs_credential_may_do_with_the_claim(claims_on_a, tmp_path):
+    """`check` asks each hub, by SelfSubjectAccessReview, whether the credential the worker
+    has there may get, list and watch its Cluster: a Role naming only that Cluster
+    (resourceNames) is enough; one that grants `get` alone is `watch_forbidden`, naming the
+    hub and what to grant, and `check` exits 1. Both hubs claim A, so no other problem is
+    said."""
+    a, b = claims_on_a
+    ns = b.namespace
+
+    def role(name: str, verbs: list[str]) -> list[dict]:
+        return [
+            {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name, "namespace": ns}},
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": name, "namespace": ns},
+             "rules": [{"apiGroups": ["controller.kubeslice.io"], "resources": ["clusters"], "resourceNames": [b.cluster], "verbs": verbs}]},
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": name, "namespace": ns},
+             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+             "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": ns}]},
+        ]
+
+    b.cp.apply(*role("narrow", ["get", "list", "watch"]), *role("getter", ["get"]))
+
+    def run(secondary_sa: str) -> tuple[int, dict]:
+        env = Follower(tmp_path / secondary_sa, a, b, a.token(), b.token(secondary_sa)).env()
+        r = subprocess.run([str(binary()), "check", "--output", "json"], env=env, capture_output=True, text=True, timeout=30)
+        return r.returncode, json.loads(r.stdout)
+
+    everything = {"get": True, "list": True, "watch": True}
+    code, report = run("narrow")
+    assert {h["hub"]: h.get("access") for h in report["hubs"]} == {"primary": everything, "secondary": everything}, report
+    assert not [p for p in report.get("problems", []) if p["problem"] == "watch_forbidden"], report
+    assert code == 0, report
+
+    code, report = run("getter")
+    assert {h["hub"]: h.get("access") for h in report["hubs"]} == {"primary": everything, "secondary": {"get": True, "list": False, "watch": False}}, report
+    (problem,) = [p for p in report.get("problems", []) if p["problem"] == "watch_forbidden"]
+    assert "the secondary hub" in problem["fix"] and "not list or watch it" in problem["fix"], problem
+    assert code == 1, report
 
 
 def test_an_active_shedding_the_sidecar_with_429s_keeps_it_beside_an_older_self_claim(hubs, start):

@@ -118,7 +118,7 @@ spec:
         # defaults (60s stale, for.activeHubUnreachable 1m) it fires 2m after the last
         # successful probe plus up to one evaluation interval (30s, the Prometheus
         # Operator's default): 2m30s at the latest, before the sidecar's deadHubAfter
-        # (3m by default, counted from the first failed read) lets a claim of another hub
+        # (3m by default, counted from the last answer) lets a claim of another hub
         # by itself move the worker although it is not fresher than the current
         # decision's. So the dead hub is alerted on before that move.
         - alert: HubFollowerActiveHubUnreachable
