@@ -630,6 +630,13 @@ mod tests {
                 "--worker-probe-grace",
                 "duration",
             ),
+            // Without a probe too.
+            (
+                &["--worker-probe-timeout=0s"],
+                "--worker-probe-timeout",
+                "longer than zero",
+            ),
+            (&["--worker-probe-grace=soon"], "--worker-probe-grace", "duration"),
         ];
         for (extra, flag, fragment) in cases {
             let e = error_for(extra);

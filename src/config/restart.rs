@@ -172,6 +172,9 @@ pub struct WorkerProbeConfig {
 
 impl WorkerProbeConfig {
     fn from_settings(s: &Settings) -> Result<Option<Self>, ConfigError> {
+        // Checked with or without a probe: a bad value is a mistake whether it is used or not.
+        let timeout = parse::<Interval>("worker_probe_timeout", &s.worker_probe_timeout)?.0;
+        let grace = parse::<Delay>("worker_probe_grace", &s.worker_probe_grace)?.0;
         if s.worker_probe.trim().is_empty() {
             return Ok(None);
         }
@@ -187,8 +190,8 @@ impl WorkerProbeConfig {
         }
         Ok(Some(Self {
             target: parse("worker_probe", &s.worker_probe)?,
-            timeout: parse::<Interval>("worker_probe_timeout", &s.worker_probe_timeout)?.0,
-            grace: parse::<Delay>("worker_probe_grace", &s.worker_probe_grace)?.0,
+            timeout,
+            grace,
         }))
     }
 }

@@ -517,11 +517,19 @@ fn a_controller_never_seen_republishing_dies(epochs: bool) -> Result<(), String>
         }
         let m = &w.core.metrics;
         let unconfirmed = m.basis_unconfirmed_since.get() - t(0).as_second() as f64;
-        let due = m.split_brain.get() == 1
-            || (unconfirmed > 0.0 && w.at as f64 - unconfirmed > DEAD_HUB_AFTER as f64);
+        // The hold is older_than_basis in both worlds: HubFollowerBasisUnconfirmed's gauge
+        // alone says it.
+        let due = unconfirmed > 0.0 && w.at as f64 - unconfirmed > DEAD_HUB_AFTER as f64;
         if w.at >= alert_from && !due {
             return Err(format!("no alert due at {}s", w.at));
         }
+    }
+    // The runbook's way out: restart the pod. The new sidecar has no basis and starts on the
+    // hub whose controller claims.
+    w.new_pod();
+    w.run_until(1530);
+    if w.moves.first().map(|m| (m.1, m.2)) != Some((S, Reason::Startup)) {
+        return Err(format!("a new pod after the hold: {:?}", w.moves));
     }
     Ok(())
 }
