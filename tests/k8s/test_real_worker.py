@@ -64,10 +64,13 @@ def parse_ts(s: str) -> float:
 
 
 def worker_writes(hub: Hub, since: float = 0.0) -> list[dict[str, Any]]:
-    """Writes the hub accepted from the worker-operator's service account, received at or after since."""
+    """Writes the hub accepted from the worker-operator's service account, received at or after since.
+    A SelfSubjectAccessReview is a question that stores nothing: `check`, run in the pod with
+    the same credential, asks them."""
     return [e for e in hub.cp.audit()
             if e.get("stage") == "ResponseComplete" and e.get("user", {}).get("username") == hub.worker_user
             and e.get("verb") in WRITES and e.get("responseStatus", {}).get("code", 500) < 400
+            and e.get("objectRef", {}).get("resource") != "selfsubjectaccessreviews"
             and parse_ts(e["requestReceivedTimestamp"]) >= since]
 
 
